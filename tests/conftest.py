@@ -1,0 +1,51 @@
+"""Shared test settings: tolerances (stated once), fixture locations, the real encoder.
+
+The reference fixtures and human-judgment data live beside the checkout in ../shared/ (handed to the
+project, not committed); tests that need them skip with a clear message when it is absent.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("MOVERS_SHARED", REPO.parent / "shared"))
+REFERENCE = SHARED / "reference"
+DATA = SHARED / "data"
+
+# Tolerances (see ../shared/reference/README.md and STYLE.md).
+ATOL_COUNT = 1e-9       # counting metrics (ΔBLEU)
+ATOL_EMD = 1e-7         # exact EMD costs, float64
+ATOL_SINKHORN = 1e-5    # entropic / unbalanced solvers
+ATOL_MODEL = 1e-4       # model scores vs the original implementation (MoverScore issue: 1e-4)
+ATOL_IDENTICAL = 1e-3   # MoverScore records whose hypothesis equals its reference (original's float32 noise)
+
+
+def reference_records(name: str) -> list[dict]:
+    """Records of ../shared/reference/<name>.jsonl, or skip the test when the folder is absent."""
+    path = REFERENCE / f"{name}.jsonl"
+    if not path.is_file():
+        pytest.skip(f"reference fixture {path} not found (../shared/ beside the checkout is needed)")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def data_path(name: str) -> Path:
+    path = DATA / name
+    if not path.exists():
+        pytest.skip(f"data set {path} not found (../shared/data beside the checkout is needed)")
+    return path
+
+
+def groups(records: list[dict]) -> dict[str, list[dict]]:
+    """Records by `group`, in file order (the originals were called once per group)."""
+    out: dict[str, list[dict]] = {}
+    for r in records:
+        out.setdefault(r["group"], []).append(r)
+    return out

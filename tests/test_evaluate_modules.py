@@ -1,0 +1,100 @@
+"""Every shipped evaluate module, checked like evaluate's own common test (tests/test_metric_common.py):
+load by path, no ``**kwargs`` in ``_compute``, its doctests pass (at least two lines), plus movers' rules:
+the four files exist, README.md equals cards/<slug>.md, the class name gives the slug, defaults of
+``_compute`` match the core function's, and the bare name loads offline after registration.
+"""
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+import evaluate
+import pytest
+
+import movers
+
+from .conftest import REPO
+
+MODULES = movers.module_names()
+EXPECTED = {"moverscore", "sms", "s_wms", "delta_bleu", "twmd", "lazy_emd"}
+
+
+def test_module_folders_are_discovered():
+    assert "moverscore" in MODULES
+    assert set(MODULES) <= EXPECTED, f"unexpected module folders: {set(MODULES) - EXPECTED}"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_folder_layout(name):
+    folder = REPO / "metrics" / name
+    for f in (f"{name}.py", "README.md", "app.py", "requirements.txt"):
+        assert (folder / f).is_file(), f"metrics/{name}/{f} is missing"
+    card = REPO / "cards" / f"{name}.md"
+    assert card.is_file(), f"cards/{name}.md is missing"
+    assert (folder / "README.md").read_text(encoding="utf-8") == card.read_text(encoding="utf-8"), (
+        f"metrics/{name}/README.md differs from cards/{name}.md; copy the card")
+    header = card.read_text(encoding="utf-8").split("---")[1]
+    for key in ("title:", "emoji:", "colorFrom:", "colorTo:", "sdk:", "sdk_version:", "app_file:", "pinned:",
+                "tags:", "description:"):
+        assert key in header, f"cards/{name}.md YAML header lacks {key}"
+
+
+def _load_module(name):
+    factory = evaluate.loading.evaluation_module_factory(movers.module_dir(name))
+    module = importlib.import_module(factory.module_path)
+    return module, evaluate.loading.import_main_class(factory.module_path)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_loads_and_has_no_var_kwargs(name):
+    _, cls = _load_module(name)
+    metric = cls()
+    assert metric.name == name, f"class name gives metric.name {metric.name!r}, not {name!r}"
+    params = inspect.signature(metric._compute).parameters.values()
+    assert not any(p.kind is p.VAR_KEYWORD for p in params), f"{name}._compute takes **kwargs"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_doctests(name):
+    module, _ = _load_module(name)
+    real_load = evaluate.load
+
+    def local_load(path, *args, **kwargs):
+        return real_load(movers.module_dir(path) if path in MODULES else path, *args, **kwargs)
+
+    old_marker = doctest.ELLIPSIS_MARKER
+    doctest.ELLIPSIS_MARKER = "[...]"
+    try:
+        with mock.patch.object(evaluate, "load", local_load):
+            results = doctest.testmod(module, raise_on_error=False, optionflags=doctest.ELLIPSIS)
+    finally:
+        doctest.ELLIPSIS_MARKER = old_marker
+    assert results.attempted > 1, f"{name}: fewer than two doctest lines"
+    assert results.failed == 0, f"{name}: {results.failed} doctest lines failed"
+
+
+def test_registered_bare_name_loads_offline_in_a_new_process(tmp_path):
+    """`import movers` registers the modules; a process that never imports movers then loads by name."""
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_EVALUATE_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    env.pop("MOVERS_NO_AUTOREGISTER", None)
+    env.pop("HF_MODULES_CACHE", None)
+    subprocess.run([sys.executable, "-c", "import movers"], check=True, env=env, cwd=tmp_path)
+    code = ("import evaluate; m = evaluate.load('moverscore'); "
+            "print(m.name, type(m).__module__.split('.')[-1])")
+    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert out.stdout.split() == ["moverscore", "moverscore"], out.stdout + out.stderr
+
+
+def test_register_is_idempotent_and_refreshes(tmp_path):
+    first = movers.register(["moverscore"], modules_cache=tmp_path)
+    second = movers.register(["moverscore"], modules_cache=tmp_path)
+    assert first == second and len(first) == 2
+    for path in first:
+        assert Path(path).read_bytes() == (Path(movers.module_dir("moverscore")) / "moverscore.py").read_bytes()
