@@ -1,0 +1,148 @@
+"""``movers bench speed --metric moverscore``: side-by-side timings on one WMT-like workload.
+
+Workload: R references from ``wmt15_16_da_seg_toen`` (development set), each shared by S "systems"
+(its own MT output plus the outputs of the next S-1 segments of the file standing in for other
+systems: timings depend on lengths and sharing, not content): R*S pairs (default 500 x 5 = 2,500).
+All runs use the same encoder (default the bundled MiniLM, last layer), on CPU, in one process:
+
+* **floor**: tokenizer + bare encoder forward pass over the *unique* texts, sorted by length,
+  batch 64 (what any embedding metric must at least do);
+* **movers**: ``movers.moverscore(preset="1.0.3", idf=True)`` (same computation as the original);
+* **original**: PyPI ``moverscore==1.0.3`` through :mod:`movers.bench.original_moverscore`,
+  IDF dicts from the references and the hypotheses, batch_size 256 (its default);
+* **bert-score**: ``bert_score.score`` 0.3.13, same model and layer, idf off (its default).
+
+Scores of movers and the original are compared on every pair as a sanity check.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import time
+import warnings
+
+import numpy as np
+import torch
+
+__all__ = ["main", "workload"]
+
+
+def workload(n_refs: int = 500, n_systems: int = 5) -> tuple[list[str], list[str]]:
+    """(predictions, references) of the WMT-like workload; references repeat n_systems times."""
+    from .data import load_dataset
+
+    records = load_dataset("wmt15_16_da_seg_toen").records
+    refs_seen: dict[str, int] = {}
+    for i, r in enumerate(records):
+        refs_seen.setdefault(r["references"][0], i)
+        if len(refs_seen) == n_refs:
+            break
+    preds, refs = [], []
+    for ref, i in refs_seen.items():
+        for k in range(n_systems):
+            preds.append(records[(i + k) % len(records)]["hypothesis"])
+            refs.append(ref)
+    return preds, refs
+
+
+def _floor(texts: list[str], model_path: str, batch_size: int) -> float:
+    import transformers
+
+    tok = transformers.AutoTokenizer.from_pretrained(model_path)
+    model = transformers.AutoModel.from_pretrained(model_path).eval()
+    unique = sorted(set(texts), key=len, reverse=True)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        for i in range(0, len(unique), batch_size):
+            enc = tok(unique[i:i + batch_size], padding=True, truncation=True, return_tensors="pt")
+            model(**enc)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="movers bench speed --metric moverscore", description=__doc__.split("\n\n")[0])
+    p.add_argument("--refs", type=int, default=500, help="distinct references")
+    p.add_argument("--systems", type=int, default=5, help="outputs per reference")
+    p.add_argument("--model", default=None, help="model folder or hub id (default: bundled MiniLM)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--skip", action="append", default=[], choices=["original", "bertscore"])
+    p.add_argument("--out", default="bench-out")
+    args = p.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    warnings.simplefilter("ignore")
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+    from ..embedding import Encoder, _resolve_model, load_backbone
+    from ..metrics.moverscore import moverscore
+
+    model_path, _ = _resolve_model(args.model)
+    preds, refs = workload(args.refs, args.systems)
+    n_unique = len(set(preds) | set(refs))
+    print(f"workload: {len(preds)} pairs, {len(set(refs))} references, {n_unique} unique texts; "
+          f"model {model_path}; torch threads {torch.get_num_threads()}; device cpu\n")
+    times: dict[str, float] = {}
+
+    # Warm up every path once on a few pairs so that no timing includes model loading.
+    encoder = Encoder(args.model, layer=-1, device="cpu")
+    moverscore(preds[:8], refs[:8], preset="1.0.3", encoder=encoder)
+    _floor(preds[:8], model_path, args.batch_size)
+
+    times["floor (encoder forward, unique texts)"] = _floor(preds + refs, model_path, args.batch_size)
+    gc.collect()
+    start = time.perf_counter()
+    ours = moverscore(preds, refs, preset="1.0.3", idf=True, encoder=encoder, batch_size=args.batch_size).scores
+    times["movers moverscore (preset 1.0.3, idf)"] = time.perf_counter() - start
+
+    max_diff = max_diff_identical = None
+    if "original" not in args.skip:
+        original = __import__("movers.bench.original_moverscore", fromlist=["load_original"]).load_original(model_path)
+        original.word_mover_score(refs[:4], preds[:4], original.get_idf_dict(refs[:4], nthreads=1),
+                                  original.get_idf_dict(preds[:4], nthreads=1), device="cpu")
+        gc.collect()
+        start = time.perf_counter()
+        idf_ref = original.get_idf_dict(refs, nthreads=1)
+        idf_hyp = original.get_idf_dict(preds, nthreads=1)
+        theirs = original.word_mover_score(refs, preds, idf_ref, idf_hyp, stop_words=[], n_gram=1,
+                                           remove_subwords=True, batch_size=256, device="cpu")
+        times["original moverscore 1.0.3"] = time.perf_counter() - start
+        diff = np.abs(np.asarray(ours) - np.asarray(theirs))
+        same = np.array([p == r for p, r in zip(preds, refs)])
+        max_diff = float(diff[~same].max())
+        max_diff_identical = float(diff[same].max()) if same.any() else None
+    if "bertscore" not in args.skip:
+        import bert_score
+
+        bert_score.score(preds[:4], refs[:4], model_type=model_path, num_layers=load_backbone(
+            args.model, torch.device("cpu"), torch.float32).num_layers, device="cpu")
+        gc.collect()
+        start = time.perf_counter()
+        bert_score.score(preds, refs, model_type=model_path, num_layers=encoder.backbone.num_layers,
+                         batch_size=args.batch_size, device="cpu")
+        times["bert-score 0.3.13 (same model, last layer)"] = time.perf_counter() - start
+
+    ours_t = times["movers moverscore (preset 1.0.3, idf)"]
+    floor_t = times["floor (encoder forward, unique texts)"]
+    print("| run | seconds | pairs/s | movers time / this |")
+    print("|---|---|---|---|")
+    for name, t in times.items():
+        print(f"| {name} | {t:.2f} | {len(preds) / t:.0f} | {ours_t / t:.2f} |")
+    print()
+    print(f"movers / floor time: {ours_t / floor_t:.3f} (goal <= 1.15)")
+    if "original moverscore 1.0.3" in times:
+        print(f"movers throughput / original: {times['original moverscore 1.0.3'] / ours_t:.2f}x (goal >= 3)")
+        print(f"max |movers - original|: {max_diff:.2e} over pairs with prediction != reference"
+              + (f"; {max_diff_identical:.2e} on the {int(same.sum())} identical pairs (original's float32 "
+                 f"distances keep a self-score below its maximum)" if same.any() else ""))
+    if "bert-score 0.3.13 (same model, last layer)" in times:
+        print(f"movers / bert-score time: {ours_t / times['bert-score 0.3.13 (same model, last layer)']:.3f} "
+              f"(goal <= 1.2)")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "speed_moverscore.json"), "w") as fh:
+        json.dump({"pairs": len(preds), "unique_texts": n_unique, "seconds": times, "max_diff": max_diff}, fh, indent=1)
+    return 0
