@@ -25,6 +25,7 @@ __all__ = [
     "Encoder",
     "Idf",
     "moverscore",
+    "delta_bleu",
 ]
 
 # name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap.
@@ -33,6 +34,7 @@ _LAZY = {
     "Encoder": "embedding",
     "Idf": "idf",
     "moverscore": "metrics.moverscore",
+    "delta_bleu": "metrics.delta_bleu",
 }
 
 
