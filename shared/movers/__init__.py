@@ -25,6 +25,9 @@ __all__ = [
     "Encoder",
     "Idf",
     "moverscore",
+    "sms",
+    "wms",
+    "s_wms",
     "delta_bleu",
 ]
 
@@ -34,6 +37,9 @@ _LAZY = {
     "Encoder": "embedding",
     "Idf": "idf",
     "moverscore": "metrics.moverscore",
+    "sms": "metrics.sms",
+    "wms": "metrics.sms",
+    "s_wms": "metrics.sms",
     "delta_bleu": "metrics.delta_bleu",
 }
 
