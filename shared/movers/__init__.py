@@ -28,6 +28,8 @@ __all__ = [
     "sms",
     "wms",
     "s_wms",
+    "twmd",
+    "TwmdCentering",
     "delta_bleu",
 ]
 
@@ -40,6 +42,8 @@ _LAZY = {
     "sms": "metrics.sms",
     "wms": "metrics.sms",
     "s_wms": "metrics.sms",
+    "twmd": "metrics.twmd",
+    "TwmdCentering": "metrics.twmd",
     "delta_bleu": "metrics.delta_bleu",
 }
 

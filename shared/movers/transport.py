@@ -96,7 +96,7 @@ def sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float, max_iter: 
         a, b: Masses [B, n] and [B, m] (zeros for padding); each row is used as given (sum to 1 for OT).
         cost: [B, n, m].
         reg: Entropic regularisation (> 0). Small values are safe: all updates are log-sum-exps.
-        max_iter, tol: Stop when the max change of the scaled potentials falls below `tol`.
+        max_iter, tol: Stop when the max change of the potentials f, g falls below `tol`.
     Returns:
         :class:`BatchTransport`; warns (never prints) if `max_iter` is reached first.
     """
@@ -106,8 +106,9 @@ def sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float, max_iter: 
     # b=batch, n=rows (a side), m=columns (b side)
     err, it = float("inf"), 0
     for it in range(1, max_iter + 1):
-        f_new = reg * (log_a - _lse((g.unsqueeze(1) - cost) / reg + log_b.unsqueeze(1), dim=2))
-        g_new = reg * (log_b - _lse((f_new.unsqueeze(2) - cost) / reg + log_a.unsqueeze(2), dim=1))
+        # P = a b^T exp((f + g - C) / reg): rows sum to a when f = -reg lse_j((g_j - C_ij) / reg + log b_j).
+        f_new = -reg * _lse((g.unsqueeze(1) - cost) / reg + log_b.unsqueeze(1), dim=2)
+        g_new = -reg * _lse((f_new.unsqueeze(2) - cost) / reg + log_a.unsqueeze(2), dim=1)
         err = _max_change(f, f_new, g, g_new)
         f, g = f_new, g_new
         if err < tol:
@@ -117,7 +118,7 @@ def sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float, max_iter: 
     converged = err < tol
     if not converged:
         warnings.warn(f"sinkhorn_batch: not converged after {max_iter} iterations (change {err:.2e} > tol "
-                      f"{tol:g}); increase `max_iter` or `reg`.", stacklevel=2)
+                      f"{tol:g}); increase `max_iter` or `reg`.", RuntimeWarning, stacklevel=2)
     return BatchTransport(cost=(plan * cost).sum((1, 2)), plan=plan, n_iter=it, converged=converged, error=err)
 
 

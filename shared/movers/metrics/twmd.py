@@ -1,0 +1,378 @@
+"""TWMD and TRWMD (Chen, Ding, Levinboim and Soricut, Eval4NLP 2020): tempered word mover similarity
+between centred, L2-normalised contextual token vectors. Reproduces xchen147/BatchCenterTWMD @01fb6db.
+
+For a candidate with kept token vectors x_1..x_n and a reference with y_1..y_m (centred, then unit
+length), ``S = X Yᵀ`` and ``A = S / T``. Each side is a soft alignment ``π`` and a value ``<π, S>``:
+
+* TWMD: ``iterations`` log-domain Sinkhorn sweeps on ``exp(A)``. The candidate side normalises over
+  candidate tokens, then over reference tokens (so each candidate token sends mass 1/n), repeated;
+  the reference side does the same in the other order. One sweep is the paper's setting; many sweeps
+  converge to the entropic OT plan with uniform marginals, and both sides to ``<P*, S>``.
+* TRWMD: one softmax, ``cand = (1/n) Σ_i Σ_j softmax_j(A)_ij S_ij`` (ref side over columns): the
+  expectation of ``S`` under the Gibbs weights, i.e. the gradient of the smoothed max
+  ``T log Σ_j exp(S_ij / T)``; T -> 0 gives BERTScore's mean of row (column) maxima.
+
+Precision (candidate side), recall (reference side) and F = 2PR/(P+R) are each self-normalised as
+the original does: ``V(c, r) / sqrt(V(c, c) V(r, r))``. (The original labels the candidate side
+"R" and the reference side "P", because its metrics are called with swapped arguments.)
+Centring subtracts a token mean, separately for candidates and references: per batch of k
+consecutive pairs (the original, batch dependent), over the whole call, a fitted
+:class:`TwmdCentering` (fixed: shards score like one call), or none.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Literal, Sequence, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .._validation import check_choice, check_number, check_pairs
+from ..embedding import Encoder
+from ..result import Scores
+from ..signature import format_float, format_signature, library_versions
+
+__all__ = ["twmd", "TwmdCentering", "tempered_plans", "default_layer", "DEFAULT_TEMPERATURES", "PRESETS",
+           "HIGHER_IS_BETTER"]
+
+HIGHER_IS_BETTER = True
+VARIANTS = ("twmd", "trwmd")
+PRESETS = {"wmt": True, "sts": False}
+"""preset -> keep the leading special token ([CLS], <s>): the original's run_wmt.py keeps it (its default,
+use_CLS=True), run_STS.py drops it; the trailing one ([SEP], </s>) is dropped by both."""
+DEFAULT_TEMPERATURES = {("twmd", True): 0.1, ("twmd", False): 0.02, ("trwmd", True): 0.15, ("trwmd", False): 0.02}
+"""(variant, centred) -> T: the paper's and the original's defaults (batch_center_eval.py)."""
+CENTERINGS = ("batch", "corpus", "none")
+Centering = Union[Literal["batch", "corpus", "none"], "TwmdCentering"]
+
+
+@dataclass(frozen=True, eq=False)
+class TwmdCentering:
+    """Fixed centring means fitted on a corpus: scores no longer depend on which pairs share a call.
+
+    ``prediction_mean`` / ``reference_mean``: float64 [d], the token means of the kept tokens of the
+    fitted predictions and references (as the original's batch means, over the whole corpus).
+    ``model``, ``layer``, ``preset`` record what they were fitted with; :func:`twmd` refuses a mismatch.
+    """
+
+    prediction_mean: Tensor
+    reference_mean: Tensor
+    model: str
+    layer: str
+    preset: str
+    n_tokens: tuple[int, int] = field(default=(0, 0))
+
+    @property
+    def label(self) -> str:
+        """Signature text ``fitted[<sha8>]``: a hash of the two means (float64 bytes) and their provenance."""
+        h = hashlib.sha256()
+        for mean in (self.prediction_mean, self.reference_mean):
+            h.update(mean.detach().to("cpu", torch.float64).contiguous().numpy().tobytes())
+        h.update(f"{self.model}|{self.layer}|{self.preset}".encode())
+        return f"fitted[{h.hexdigest()[:8]}]"
+
+    @classmethod
+    def fit(cls, predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
+            preset: Literal["wmt", "sts"] = "wmt", model: str | None = None, layer: int | None = None,
+            long_texts: Literal["window", "truncate", "error"] = "window", batch_size: int = 64,
+            device: str | None = None, verbose: bool = False, encoder: Encoder | None = None) -> "TwmdCentering":
+        """Token means of `predictions` and (all) `references`, with the tokens :func:`twmd` keeps.
+
+        Pass the result as ``twmd(..., centering=<it>)`` with the same model, layer and preset.
+        """
+        name = "twmd"
+        preds, refs = check_pairs(name, predictions, references)
+        check_choice(name, "preset", preset, list(PRESETS))
+        encoder = _resolve_encoder(name, model, layer, device, long_texts, encoder)
+        flat = [r for group in refs for r in group]
+        cand, ref = _kept_vectors(encoder, preds, flat, PRESETS[preset], batch_size, verbose)
+        return cls(prediction_mean=torch.cat(cand).mean(0), reference_mean=torch.cat(ref).mean(0),
+                   model=encoder.name, layer=encoder.layer_label, preset=preset,
+                   n_tokens=(sum(len(x) for x in cand), sum(len(x) for x in ref)))
+
+
+def default_layer(model: str | None, config) -> int:
+    """The original's default layer: 10 for BERT/RoBERTa base, 19 for large, else the last (-1).
+
+    The original matches four hub ids exactly; here any BERT/RoBERTa checkpoint whose name starts with
+    ``bert-base``/``roberta-base`` (12 layers) or ``bert-large``/``roberta-large`` (24) qualifies.
+    """
+    names = [str(model or ""), str(getattr(config, "_name_or_path", "") or "")]
+    layers = int(getattr(config, "num_hidden_layers", 0) or 0)
+    for text in names:
+        base = re.split(r"[/\\]", text.rstrip("/\\"))[-1].lower()
+        if re.match(r"(bert|roberta)-base\b", base) and layers == 12:
+            return 10
+        if re.match(r"(bert|roberta)-large\b", base) and layers == 24:
+            return 19
+    return -1
+
+
+def tempered_plans(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, temperature: float,
+                   variant: Literal["twmd", "trwmd"] = "twmd", iterations: int = 1) -> tuple[Tensor, Tensor]:
+    """The two soft alignments of TWMD/TRWMD for a batch, as joint plans.
+
+    Args:
+        sim: Similarities [B, n, m] (rows = candidate tokens, columns = reference tokens).
+        row_mask, col_mask: Bool [B, n] and [B, m]; False marks padding (gets no mass).
+        temperature: T > 0. variant: "twmd" or "trwmd". iterations: Sinkhorn sweeps (TWMD only).
+    Returns:
+        (cand_plan, ref_plan), each [B, n, m], with ``cand_plan.sum(2) = 1/n`` on real rows and
+        ``ref_plan.sum(1) = 1/m`` on real columns; side values are ``(plan * sim).sum((1, 2))``.
+    """
+    # b=batch, n=candidate tokens (dim 1), m=reference tokens (dim 2)
+    valid = row_mask.unsqueeze(2) & col_mask.unsqueeze(1)
+    logits = (sim / temperature).masked_fill(~valid, -math.inf)
+    n = row_mask.sum(1).clamp_min(1).to(sim.dtype).view(-1, 1, 1)
+    m = col_mask.sum(1).clamp_min(1).to(sim.dtype).view(-1, 1, 1)
+    if variant == "trwmd":
+        return _log_normalise(logits, 2).exp() / n, _log_normalise(logits, 1).exp() / m
+    cand, ref = logits, logits
+    for _ in range(iterations):
+        cand = _log_normalise(_log_normalise(cand, 1), 2)  # over candidate tokens, then reference tokens
+        ref = _log_normalise(_log_normalise(ref, 2), 1)
+    return cand.exp() / n, ref.exp() / m
+
+
+def _log_normalise(x: Tensor, dim: int) -> Tensor:
+    """log-softmax over `dim` that leaves all -inf (padded) slices at -inf instead of NaN."""
+    lse = torch.logsumexp(x, dim=dim, keepdim=True)
+    return x - torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+
+
+def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
+         variant: Literal["twmd", "trwmd"] = "twmd", centering: Centering = "batch",
+         temperature: float | None = None, iterations: int = 1, centering_batch: int = 32,
+         preset: Literal["wmt", "sts"] = "wmt", model: str | None = None, layer: int | None = None,
+         reference_aggregation: Literal["max", "mean"] = "max",
+         long_texts: Literal["window", "truncate", "error"] = "window", batch_size: int = 64,
+         device: str | None = None, verbose: bool = False, encoder: Encoder | None = None) -> Scores:
+    """TWMD or TRWMD precision, recall and F of each prediction against its reference(s).
+
+    Args:
+        predictions: Candidates, one per segment.
+        references: One reference per segment (str) or a non-empty list per segment (ragged allowed).
+        variant: "twmd" (Sinkhorn-tempered, default) or "trwmd" (tempered relaxed, one softmax).
+        centering: "batch" (default, the paper: token means of the candidates and, separately, of the
+            references of each run of `centering_batch` consecutive segments; scores depend on order
+            and batch size), "corpus" (one pair of means over this call), a fitted :class:`TwmdCentering`,
+            or "none".
+        temperature: T > 0; None = the paper's 0.1 (TWMD) / 0.15 (TRWMD) centred, 0.02 uncentred.
+        iterations: Sinkhorn sweeps for TWMD (1 = the paper); must be 1 for TRWMD.
+        centering_batch: k, segments per centring batch (32 = the original's batch size).
+        preset: "wmt" (default: keep [CLS], drop [SEP]) or "sts" (drop both), as the original's scripts.
+        model: Hub id or local folder; None = the bundled all-MiniLM-L6-v2.
+        layer: hidden_states index; None = 10 for BERT/RoBERTa base, 19 for large, else the last.
+        reference_aggregation: with several references, "max" (default) or "mean" of each of
+            precision, recall and F separately over the references.
+        long_texts: "window" (default), "truncate" or "error" for texts longer than the model window.
+        batch_size, device, verbose: Runtime only; never change a score.
+        encoder: A ready :class:`Encoder` (overrides `model`, `layer`, `device`, `long_texts`).
+    Returns:
+        :class:`~movers.result.Scores`: ``score`` (mean F), ``scores`` (F per segment), ``signature``,
+        and ``extra`` ``precision``, ``recall``, ``f1`` (= scores) per segment, input order.
+    Raises:
+        ValueError / TypeError: On malformed inputs or options (the message names the argument).
+    """
+    name = "twmd"
+    preds, refs = check_pairs(name, predictions, references)
+    check_choice(name, "variant", variant, list(VARIANTS))
+    check_choice(name, "preset", preset, list(PRESETS))
+    check_choice(name, "reference_aggregation", reference_aggregation, ["max", "mean"])
+    check_number(name, "iterations", iterations, low=1, integer=True)
+    check_number(name, "centering_batch", centering_batch, low=1, integer=True)
+    check_number(name, "batch_size", batch_size, low=1, integer=True)
+    if variant == "trwmd" and iterations != 1:
+        raise ValueError(f"{name}: `iterations` must be 1 for variant='trwmd' (it has no Sinkhorn "
+                         f"iterations), got {iterations}.")
+    if not isinstance(centering, TwmdCentering):
+        check_choice(name, "centering", centering, list(CENTERINGS) + ["<TwmdCentering>"])
+    centred = not (isinstance(centering, str) and centering == "none")
+    if temperature is None:
+        temperature = DEFAULT_TEMPERATURES[(variant, centred)]
+    check_number(name, "temperature", temperature, low=0, low_open=True)
+    temperature = float(temperature)
+    encoder = _resolve_encoder(name, model, layer, device, long_texts, encoder)
+    if isinstance(centering, TwmdCentering):
+        _check_fitted(name, centering, encoder, preset)
+    elif centering in ("batch", "corpus") and len(preds) == 1:
+        warnings.warn(f"{name}: centering={centering!r} on a single segment subtracts that segment's own "
+                      f"token means; pass a fitted movers.TwmdCentering (or centering='none') to score "
+                      f"small calls.", RuntimeWarning, stacklevel=2)
+
+    flat = [r for group in refs for r in group]
+    owner = [i for i, group in enumerate(refs) for _ in group]  # segment of each flat reference
+    cand, ref = _kept_vectors(encoder, preds, flat, PRESETS[preset], batch_size, verbose)
+    empty = [f"predictions[{i}]" for i, x in enumerate(cand) if len(x) == 0]
+    empty += [f"references[{owner[k]}]" for k, x in enumerate(ref) if len(x) == 0]
+    if empty:
+        raise ValueError(f"{name}: {', '.join(empty[:5])} must have at least one token to compare with "
+                         f"preset={preset!r}, got none.")
+    mu_cand, mu_ref, center_label = _centring_means(centering, cand, ref, owner, centering_batch)
+    cand = [_unit(x - mu_cand[i]) for i, x in enumerate(cand)]
+    ref = [_unit(y - mu_ref[owner[k]]) for k, y in enumerate(ref)]
+
+    work = encoder.device
+    prec, rec, f1, bad = _pair_scores(cand, ref, owner, temperature=temperature, variant=variant,
+                                      iterations=iterations, batch_size=batch_size, device=work)
+    if bad:
+        warnings.warn(f"{name}: segments {sorted(set(bad))[:10]} have a non-positive self-similarity "
+                      f"(all tokens equal to the centring mean?); their values are set to 0.",
+                      RuntimeWarning, stacklevel=2)
+    agg = (lambda xs: float(np.mean(xs))) if reference_aggregation == "mean" else (lambda xs: float(max(xs)))
+    per_seg: list[list[int]] = [[] for _ in preds]
+    for k, i in enumerate(owner):
+        per_seg[i].append(k)
+    precision = [agg([prec[k] for k in ks]) for ks in per_seg]
+    recall = [agg([rec[k] for k in ks]) for ks in per_seg]
+    f = [agg([f1[k] for k in ks]) for ks in per_seg]
+
+    nrefs = {len(g) for g in refs}
+    fields: list[tuple[str, object]] = [
+        ("nrefs", next(iter(nrefs)) if len(nrefs) == 1 else "var"),
+        ("agg", reference_aggregation),
+        ("preset", preset),
+        ("model", encoder.name),
+        ("layer", encoder.layer_label),
+        ("center", center_label),
+        ("T", format_float(temperature)),
+    ]
+    if variant == "twmd":
+        fields.append(("iter", iterations))
+    fields += [("long", encoder.long_texts), *library_versions("transformers", "torch")]
+    signature = format_signature(variant.upper(), fields)
+    return Scores(score=float(np.mean(f)), scores=f, signature=signature,
+                  extra={"precision": precision, "recall": recall, "f1": list(f)})
+
+
+def _resolve_encoder(name: str, model: str | None, layer: int | None, device: str | None, long_texts: str,
+                     encoder: Encoder | None) -> Encoder:
+    """A given encoder as is; else one for `model` at `layer` (None: the original's per-model default)."""
+    if encoder is not None:
+        if model is not None or layer is not None:
+            raise ValueError(f"{name}: pass either `encoder` or `model`/`layer`, not both.")
+        return encoder
+    check_choice(name, "long_texts", long_texts, ["window", "truncate", "error"])
+    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int)):
+        raise TypeError(f"{name}: `layer` must be an int or None, got {type(layer).__name__} {layer!r}.")
+    if layer is None:
+        probe = Encoder(model, layer=-1, device=device, long_texts=long_texts)
+        layer = default_layer(model, probe.backbone.model.config)
+    encoder = Encoder(model, layer=layer, device=device, long_texts=long_texts)
+    encoder.layers  # validates the index against the model now, with a clear message
+    return encoder
+
+
+def _check_fitted(name: str, fitted: TwmdCentering, encoder: Encoder, preset: str) -> None:
+    mine = (encoder.name, encoder.layer_label, preset)
+    theirs = (fitted.model, fitted.layer, fitted.preset)
+    if mine != theirs:
+        raise ValueError(f"{name}: `centering` was fitted with model/layer/preset {theirs}, but this call uses "
+                         f"{mine}; fit it again with the same settings.")
+
+
+def _kept_vectors(encoder: Encoder, preds: list[str], refs: list[str], keep_first: bool, batch_size: int,
+                  verbose: bool) -> tuple[list[Tensor], list[Tensor]]:
+    """float64 token vectors of the kept positions: [leading specials if `keep_first`] + content.
+
+    The original keeps positions 0..len-2 of ``tokenizer.encode(s)`` (use_CLS=True) or 1..len-2.
+    """
+    bb = encoder.backbone
+    start = 0 if keep_first else len(bb.prefix)
+    emb = encoder.embed(preds + refs, batch_size=batch_size, verbose=verbose)
+    kept = [v[start: v.shape[0] - len(bb.suffix)].to(torch.float64) for v in emb.vectors]
+    return kept[: len(preds)], kept[len(preds):]
+
+
+def _centring_means(centering: Centering, cand: list[Tensor], ref: list[Tensor], owner: list[int],
+                    k: int) -> tuple[list[Tensor], list[Tensor], str]:
+    """Per segment (candidate mean, reference mean) and the signature label."""
+    n, d = len(cand), cand[0].shape[1]
+    if isinstance(centering, TwmdCentering):
+        if centering.prediction_mean.shape != (d,):
+            raise ValueError(f"twmd: `centering` means must have {d} dimensions, got "
+                             f"{tuple(centering.prediction_mean.shape)}.")
+        mc = centering.prediction_mean.to("cpu", torch.float64)
+        mr = centering.reference_mean.to("cpu", torch.float64)
+        return [mc] * n, [mr] * n, centering.label
+    if centering == "none":
+        zero = torch.zeros(d, dtype=torch.float64)
+        return [zero] * n, [zero] * n, "none"
+    size = n if centering == "corpus" else k
+    refs_of: list[list[int]] = [[] for _ in range(n)]
+    for j, i in enumerate(owner):
+        refs_of[i].append(j)
+    mu_c: list[Tensor] = []
+    mu_r: list[Tensor] = []
+    for start in range(0, n, size):
+        seg = range(start, min(start + size, n))
+        mc = torch.cat([cand[i] for i in seg]).mean(0)
+        mr = torch.cat([ref[j] for i in seg for j in refs_of[i]]).mean(0)
+        mu_c += [mc] * len(seg)
+        mu_r += [mr] * len(seg)
+    return mu_c, mu_r, "corpus" if centering == "corpus" else f"batch[k={k}]"
+
+
+def _unit(x: Tensor) -> Tensor:
+    """Rows scaled to unit length; a zero row stays zero (the original would give NaN)."""
+    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-300)
+
+
+def _pad(vectors: list[Tensor], device: torch.device) -> tuple[Tensor, Tensor]:
+    """[B, L, d] zero-padded float64 and its bool mask [B, L]."""
+    width = max(v.shape[0] for v in vectors)
+    out = torch.zeros(len(vectors), width, vectors[0].shape[1], dtype=torch.float64)
+    mask = torch.zeros(len(vectors), width, dtype=torch.bool)
+    for b, v in enumerate(vectors):
+        out[b, : v.shape[0]] = v
+        mask[b, : v.shape[0]] = True
+    return out.to(device), mask.to(device)
+
+
+def _sides(x: Tensor, xm: Tensor, y: Tensor, ym: Tensor, **kw) -> tuple[Tensor, Tensor]:
+    """Unnormalised (candidate side, reference side) values [B] of padded batches x [B, n, d], y [B, m, d]."""
+    sim = torch.bmm(x, y.transpose(1, 2))
+    cand_plan, ref_plan = tempered_plans(sim, xm, ym, **kw)
+    return (cand_plan * sim).sum((1, 2)), (ref_plan * sim).sum((1, 2))
+
+
+def _harmonic(p: Tensor, r: Tensor) -> Tensor:
+    s = p + r
+    return torch.where(s != 0, 2 * p * r / torch.where(s != 0, s, torch.ones_like(s)), torch.zeros_like(s))
+
+
+@torch.inference_mode()
+def _pair_scores(cand: list[Tensor], ref: list[Tensor], owner: list[int], *, temperature: float, variant: str,
+                 iterations: int, batch_size: int, device: torch.device
+                 ) -> tuple[list[float], list[float], list[float], list[int]]:
+    """Self-normalised precision, recall, F per (segment, reference) pair, in chunks of similar length."""
+    kw = {"temperature": temperature, "variant": variant, "iterations": iterations}
+    pairs = sorted(range(len(ref)), key=lambda k: max(len(cand[owner[k]]), len(ref[k])), reverse=True)
+    prec = [0.0] * len(ref)
+    rec = [0.0] * len(ref)
+    f1 = [0.0] * len(ref)
+    bad: list[int] = []
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start:start + batch_size]
+        x, xm = _pad([cand[owner[k]] for k in chunk], device)
+        y, ym = _pad([ref[k] for k in chunk], device)
+        c_cr, r_cr = _sides(x, xm, y, ym, **kw)
+        c_cc, r_cc = _sides(x, xm, x, xm, **kw)
+        c_rr, r_rr = _sides(y, ym, y, ym, **kw)
+        values = []
+        for num, den_a, den_b in ((c_cr, c_cc, c_rr), (r_cr, r_cc, r_rr),
+                                  (_harmonic(c_cr, r_cr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr))):
+            den = den_a * den_b
+            ok = (den > 0) & torch.isfinite(den) & torch.isfinite(num)
+            values.append((torch.where(ok, num / torch.where(ok, den, torch.ones_like(den)).sqrt(),
+                                       torch.zeros_like(num)), ok))
+        for b, k in enumerate(chunk):
+            prec[k], rec[k], f1[k] = (float(v[b]) for v, _ in values)
+            if not all(bool(ok[b]) for _, ok in values):
+                bad.append(owner[k])
+    return prec, rec, f1, bad
