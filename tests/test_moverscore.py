@@ -109,6 +109,17 @@ def test_batch_size_and_order_do_not_change_scores():
     np.testing.assert_allclose(shuffled, [base[i] for i in perm], atol=1e-6, rtol=0)
 
 
+def test_huge_corpora_are_scored_in_bounded_chunks(monkeypatch):
+    """IDF covers the whole call; embedding and transport run CHUNK segments at a time."""
+    import movers.metrics.moverscore as ms
+
+    whole = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], batch_size=4)
+    monkeypatch.setattr(ms, "CHUNK", 1)
+    chunked = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], batch_size=4)
+    np.testing.assert_allclose(chunked.scores, whole.scores, atol=1e-6, rtol=0)
+    assert chunked.signature == whole.signature
+
+
 def test_fitted_idf_makes_sharded_scoring_identical():
     table = movers.Idf.fit(REFS + HYPS)
     whole = moverscore(HYPS, REFS, idf=table, batch_size=1).scores

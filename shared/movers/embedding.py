@@ -195,6 +195,12 @@ class Encoder:
         enc = tok(list(texts), add_special_tokens=False, return_attention_mask=False)
         return [list(x) for x in enc["input_ids"]]
 
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Ids per text, special tokens included, exactly as :meth:`embed` returns them (no model run)."""
+        bb = self.backbone
+        span = bb.window - len(bb.prefix) - len(bb.suffix)
+        return [bb.with_specials(ids[:span] if self.long_texts == "truncate" else ids) for ids in self.tokenize(texts)]
+
     def embed(self, texts: Sequence[str], *, batch_size: int = 64, verbose: bool = False) -> TokenEmbeddings:
         """Embed `texts` (deduplicated, sorted by length, batched); results in input order."""
         if batch_size < 1:

@@ -47,6 +47,8 @@ __all__ = ["moverscore", "PRESETS", "HIGHER_IS_BETTER", "DEFAULT_PRESET"]
 
 HIGHER_IS_BETTER = True
 DEFAULT_PRESET = "github"
+CHUNK = 2048
+"""Segments embedded and scored at a time: memory stays bounded for any corpus size."""
 
 Cost = Literal["euclidean", "sqeuclidean", "cosine"]
 Transform = Literal["1-d", "1/(1+d)", "exp(-d)", "d"]
@@ -132,31 +134,35 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
         raise ValueError(f"{name}: pass either `encoder` or `model`/`layer`, not both.")
 
     flat_refs = [r for group in refs for r in group]
-    emb = encoder.embed(preds + flat_refs, batch_size=batch_size, verbose=verbose)
-    hyp_emb = _slice(emb, 0, len(preds))
-    ref_emb = _slice(emb, len(preds), len(preds) + len(flat_refs))
-    idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, ref_emb.ids, hyp_emb.ids)
+    idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, flat_refs, preds)
 
     def side(e: TokenEmbeddings, i: int, table: Idf | None):
         return _histogram(e.tokens[i], e.special[i], e.vectors[i], e.ids[i], table, n_gram=n_gram,
                           remove_subwords=remove_subwords, remove_punctuation=remove_punctuation, stops=stops)
 
-    hyp_sides = [side(hyp_emb, i, idf_hyp) for i in range(len(preds))]
     per_reference: list[list[float]] = []
     per_reference_d: list[list[float]] = []
-    k = 0
     empty: list[int] = []
-    for i, group in enumerate(refs):
-        scores_i, dists_i = [], []
-        for _ in group:
-            d, was_empty = _distance(side(ref_emb, k, idf_ref), hyp_sides[i], cost)
-            if was_empty:
-                empty.append(i)
-            dists_i.append(d)
-            scores_i.append(_TRANSFORMS[transform](d))
-            k += 1
-        per_reference.append(scores_i)
-        per_reference_d.append(dists_i)
+    # Bounded memory: embed and score CHUNK segments at a time (IDF above already covers the whole call).
+    for start in range(0, len(preds), CHUNK):
+        chunk_preds, chunk_refs = preds[start:start + CHUNK], refs[start:start + CHUNK]
+        chunk_flat = [r for group in chunk_refs for r in group]
+        emb = encoder.embed(chunk_preds + chunk_flat, batch_size=batch_size, verbose=verbose)
+        hyp_emb = _slice(emb, 0, len(chunk_preds))
+        ref_emb = _slice(emb, len(chunk_preds), len(emb.ids))
+        k = 0
+        for i, group in enumerate(chunk_refs):
+            hyp_side = side(hyp_emb, i, idf_hyp)
+            scores_i, dists_i = [], []
+            for _ in group:
+                d, was_empty = _distance(side(ref_emb, k, idf_ref), hyp_side, cost)
+                if was_empty:
+                    empty.append(start + i)
+                dists_i.append(d)
+                scores_i.append(_TRANSFORMS[transform](d))
+                k += 1
+            per_reference.append(scores_i)
+            per_reference_d.append(dists_i)
     if empty:
         warnings.warn(f"{name}: segments {sorted(set(empty))[:10]} have a side with no weighted token (all "
                       f"filtered, or idf 0); see the card's 'Empty histograms' for the score used.",
@@ -193,17 +199,17 @@ def _slice(e: TokenEmbeddings, start: int, stop: int) -> TokenEmbeddings:
     return TokenEmbeddings(e.tokens[start:stop], e.ids[start:stop], e.special[start:stop], e.vectors[start:stop])
 
 
-def _resolve_idf(name: str, idf: IdfSpec, ref_ids: list[list[int]],
-                 hyp_ids: list[list[int]]) -> tuple[Idf | None, Idf | None, str]:
+def _resolve_idf(name: str, idf: IdfSpec, encoder: Encoder, refs: list[str],
+                 preds: list[str]) -> tuple[Idf | None, Idf | None, str]:
     """(reference table, prediction table, signature label); None = uniform weights."""
     if idf is False:
         return None, None, "none"
     if idf is True:
-        if len(hyp_ids) == 1 or len(ref_ids) == 1:
+        if len(preds) == 1 or len(refs) == 1:
             warnings.warn(f"{name}: idf=True computes IDF from the texts of this call; with a single text "
                           f"every token gets weight 0. Pass idf=False or a fitted movers.Idf table.",
                           RuntimeWarning, stacklevel=3)
-        return idf_from_ids(ref_ids), idf_from_ids(hyp_ids), "call"
+        return idf_from_ids(encoder.token_ids(refs)), idf_from_ids(encoder.token_ids(preds)), "call"
     if isinstance(idf, Idf):
         return idf, idf, idf.label
     return idf[0], idf[1], f"{idf[0].label}+{idf[1].label}"
