@@ -31,6 +31,8 @@ __all__ = [
     "twmd",
     "TwmdCentering",
     "delta_bleu",
+    "lazy_emd",
+    "lazy_emd_plot",
 ]
 
 # name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap.
@@ -45,6 +47,8 @@ _LAZY = {
     "twmd": "metrics.twmd",
     "TwmdCentering": "metrics.twmd",
     "delta_bleu": "metrics.delta_bleu",
+    "lazy_emd": "metrics.lazy_emd",
+    "lazy_emd_plot": "metrics.lazy_emd",
 }
 
 

@@ -17,7 +17,8 @@ import ot
 import torch
 from torch import Tensor
 
-__all__ = ["Transport", "BatchTransport", "emd", "sinkhorn_batch", "unbalanced_sinkhorn_batch"]
+__all__ = ["Transport", "BatchTransport", "UnbalancedBatchTransport", "emd", "sinkhorn_batch",
+           "unbalanced_sinkhorn_batch"]
 
 
 @dataclass(frozen=True)
@@ -128,56 +129,197 @@ def _max_change(f: Tensor, f_new: Tensor, g: Tensor, g_new: Tensor) -> float:
     return float(torch.maximum(df.amax(), dg.amax()))
 
 
+@dataclass(frozen=True)
+class UnbalancedBatchTransport(BatchTransport):
+    """:class:`BatchTransport` plus per-problem diagnostics (each problem stops on its own).
+
+    `n_iter`, `converged` and `error` summarise the batch (max, all, max); the tensors below are per problem.
+    """
+
+    iterations: Tensor  # [B] int64: iterations run by each problem
+    errors: Tensor  # [B]: last stopping-rule value of each problem
+    converged_each: Tensor  # [B] bool
+    log_u: Tensor  # [B, n]: log of the row scalings u (-inf on rows that get no mass)
+    log_v: Tensor  # [B, m]: log of the column scalings v
+
+
 def unbalanced_sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float, reg_a: float, reg_b: float,
-                              max_iter: int = 200_000, tol: float = 1e-6, check_every: int = 10) -> BatchTransport:
+                              max_iter: int = 200_000, tol: float = 1e-6, check_every: int = 10,
+                              valid_a: Tensor | None = None, valid_b: Tensor | None = None
+                              ) -> UnbalancedBatchTransport:
     """Entropic unbalanced OT with two KL marginal penalties, log domain, batched.
 
-    ``min_P <P, C> + reg * H(P) + reg_a * KL(P 1 | a) + reg_b * KL(P^T 1 | b)`` with the Gibbs kernel
-    ``K = exp(-C / reg)`` (POT's ``reg_type="entropy"``), solved by the scaling iterations
-    ``u = (a / K v)^(reg_a / (reg_a + reg))``, ``v = (b / K^T u)^(reg_b / (reg_b + reg))`` written on
-    the potentials ``f = reg log u``, ``g = reg log v`` so that small `reg` neither under- nor overflows.
-    ``reg_a = inf`` (or ``reg_b = inf``) makes that marginal exact.
+    ``min_P <P, C> + reg * sum(P log P - P) + reg_a * KL(P 1 | a) + reg_b * KL(P^T 1 | b)``, i.e. the
+    Gibbs kernel ``K = exp(-C / reg)`` (POT's ``reg_type="entropy"``), solved by the scaling iterations
+    ``u = (a / K v)^(reg_a / (reg_a + reg))``, ``v = (b / K^T u)^(reg_b / (reg_b + reg))`` from
+    ``v = 1/m``, carried as ``log u`` and ``log v`` so that small `reg` neither under- nor overflows:
+    the first `check_every` iterations by log-sum-exp, later blocks with products on a kernel
+    re-stabilised at each block start (``exp(log u_i + log v_j - C_ij/ε)``, the current plan), falling
+    back to log-sum-exp for any block where that kernel under- or overflows.
+    ``reg_a = inf`` makes that marginal exact (balanced side); ``reg_a = 0`` frees it (``u = 1``).
+
+    Stopping rule (the Lazy-EMD original's, ``unbalanced.py``): every `check_every` iterations,
+    ``0.5 * (|u - u'|_max / max(|u|_max, |u'|_max, 1) + the same for v) <= tol`` with ``u'`` the
+    previous iteration's value. Every problem stops on its own (converged problems are frozen and
+    dropped from the batch), so a result never depends on the other problems of the batch.
 
     Args:
-        a, b: Masses [B, n] and [B, m]; zeros are padding (never receive mass).
-        cost: [B, n, m].
-        reg: Entropic strength ε > 0. reg_a, reg_b: KL strengths λ ≥ 0 (0 = that marginal is free).
-        max_iter, tol, check_every: stop when the mean relative change of the scalings u, v (the
-            original Lazy-EMD criterion) is ≤ `tol`, checked every `check_every` iterations.
+        a, b: Non-negative masses [B, n] and [B, m].
+        cost: [B, n, m], finite.
+        reg: Entropic strength ε > 0. reg_a, reg_b: KL strengths λ in [0, inf].
+        max_iter, tol, check_every: iteration cap, threshold and check period of the stopping rule.
+        valid_a, valid_b: bool [B, n] / [B, m], the real rows/columns; the rest is padding and never
+            takes part. Default ``a > 0`` / ``b > 0``. A valid position with zero mass gets no mass
+            when its λ > 0, and scaling 1 when its λ = 0 (as ``(0 / x)^0 = 1`` in the original).
     Returns:
-        :class:`BatchTransport` with ``P = diag(u) K diag(v)``; warns if not converged.
+        :class:`UnbalancedBatchTransport` with ``P = diag(u) K diag(v)`` and ``cost = <P, C>``;
+        warns (never prints) if a problem hits `max_iter` first.
+    Raises:
+        ValueError: On shape mismatches, negative or non-finite masses or costs, or bad parameters.
     """
+    _check_unbalanced(a, b, cost, reg, reg_a, reg_b, max_iter, tol, check_every)
+    valid_a = a > 0 if valid_a is None else valid_a.to(torch.bool) | (a > 0)
+    valid_b = b > 0 if valid_b is None else valid_b.to(torch.bool) | (b > 0)
     log_a, log_b = _log_mass(a), _log_mass(b)
     phi_a = 1.0 if reg_a == float("inf") else reg_a / (reg_a + reg)
     phi_b = 1.0 if reg_b == float("inf") else reg_b / (reg_b + reg)
-    f = torch.zeros_like(a).masked_fill(a <= 0, -torch.inf)
-    g = torch.zeros_like(b).masked_fill(b <= 0, -torch.inf)
-    err, it = float("inf"), 0
-    f_check, g_check = f, g
-    for it in range(1, max_iter + 1):
-        f = phi_a * reg * (log_a - _lse((g.unsqueeze(1) - cost) / reg, dim=2))
-        g = phi_b * reg * (log_b - _lse((f.unsqueeze(2) - cost) / reg, dim=1))
-        if it % check_every == 0:
-            err = _relative_scaling_change(f_check, f, reg) + _relative_scaling_change(g_check, g, reg)
-            err *= 0.5
-            f_check, g_check = f, g
-            if err <= tol:
-                break
-    log_plan = (f.unsqueeze(2) + g.unsqueeze(1) - cost) / reg
+    scaled = cost / reg  # C / ε, so that log K = -scaled
+    n_batch = cost.shape[0]
+    neg_inf = torch.tensor(-torch.inf, dtype=cost.dtype, device=cost.device)
+    log_u = torch.where(valid_a, -valid_a.sum(-1, keepdim=True).clamp_min(1).to(cost.dtype).log(), neg_inf)
+    log_v = torch.where(valid_b, -valid_b.sum(-1, keepdim=True).clamp_min(1).to(cost.dtype).log(), neg_inf)
+    iterations = torch.zeros(n_batch, dtype=torch.long, device=cost.device)
+    errors = torch.full((n_batch,), torch.inf, dtype=cost.dtype, device=cost.device)
+    active = torch.arange(n_batch, device=cost.device)
+    gathered = -1  # number of problems the cached sub-batch below was gathered for
+    done = 0
+    while active.numel() and done < max_iter:
+        if gathered != active.numel():  # re-gather only when problems have dropped out
+            s_cost, s_la, s_lb, s_va, s_vb = (x[active] for x in (scaled, log_a, log_b, valid_a, valid_b))
+            s_cost_t = s_cost.transpose(1, 2).contiguous()  # both reductions run over the last dim
+            gathered = active.numel()
+        # b=active problems, n=rows (a side), m=columns (b side)
+        lu, lv = log_u[active], log_v[active]
+        steps = min(check_every, max_iter - done)
+        block = None
+        if done > 0:  # the first block moves the potentials far: always log-sum-exp there
+            block = _kernel_block(s_cost, s_la, s_lb, s_va, s_vb, lu, lv, steps, phi_a, phi_b, neg_inf)
+        if block is None:
+            block = _logsumexp_block(s_cost, s_cost_t, s_la, s_lb, s_va, s_vb, lu, lv, steps, phi_a, phi_b,
+                                     neg_inf)
+        lu_prev, lv_prev, lu, lv = block
+        done += steps
+        err = 0.5 * (_relative_change(lu_prev, lu) + _relative_change(lv_prev, lv))
+        log_u[active], log_v[active] = lu, lv
+        iterations[active] = done
+        errors[active] = err
+        active = active[~(err <= tol)]
+    log_plan = log_u.unsqueeze(2) + log_v.unsqueeze(1) - scaled
     plan = torch.nan_to_num(log_plan.exp(), nan=0.0)
-    converged = err <= tol
-    if not converged:
-        warnings.warn(f"unbalanced_sinkhorn_batch: not converged after {max_iter} iterations (change "
-                      f"{err:.2e} > tol {tol:g}); increase `max_iter` or `reg`.", stacklevel=2)
-    return BatchTransport(cost=(plan * cost).sum((1, 2)), plan=plan, n_iter=it, converged=converged, error=err)
+    converged_each = errors <= tol
+    if not bool(converged_each.all()):
+        bad = torch.nonzero(~converged_each).flatten().tolist()
+        warnings.warn(f"unbalanced_sinkhorn_batch: problems {bad[:10]} not converged after {max_iter} "
+                      f"iterations (change {float(errors.max()):.2e} > tol {tol:g}); increase `max_iter` "
+                      f"or `reg`.", RuntimeWarning, stacklevel=2)
+    return UnbalancedBatchTransport(
+        cost=(plan * cost).sum((1, 2)), plan=plan, n_iter=int(iterations.max()) if n_batch else 0,
+        converged=bool(converged_each.all()), error=float(errors.max()) if n_batch else 0.0,
+        iterations=iterations, errors=errors, converged_each=converged_each, log_u=log_u, log_v=log_v)
 
 
-def _relative_scaling_change(old: Tensor, new: Tensor, reg: float) -> float:
-    """max over the batch of ||u_new - u_old||_1 / ||u_new||_1 with u = exp(f / reg), computed stably."""
-    shift = torch.maximum(old, new).amax(dim=-1, keepdim=True)
-    shift = torch.nan_to_num(shift, neginf=0.0)
-    u_old = torch.nan_to_num(((old - shift) / reg).exp(), nan=0.0)
-    u_new = torch.nan_to_num(((new - shift) / reg).exp(), nan=0.0)
-    num = (u_new - u_old).abs().sum(-1)
-    den = u_new.abs().sum(-1).clamp_min(torch.finfo(new.dtype).tiny)
-    return float((num / den).amax())
+def _logsumexp_block(s_cost: Tensor, s_cost_t: Tensor, la: Tensor, lb: Tensor, va: Tensor, vb: Tensor,
+                     lu: Tensor, lv: Tensor, steps: int, phi_a: float, phi_b: float,
+                     neg_inf: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """`steps` scaling iterations on log u, log v by log-sum-exp: safe for any ε and any start."""
+    lu_prev, lv_prev = lu, lv
+    for _ in range(steps):
+        lu_prev, lv_prev = lu, lv
+        lu = _scaling_step(la, va, _lse(lv.unsqueeze(1) - s_cost, dim=2), phi_a, neg_inf)
+        lv = _scaling_step(lb, vb, _lse(lu.unsqueeze(1) - s_cost_t, dim=2), phi_b, neg_inf)
+    return lu_prev, lv_prev, lu, lv
+
+
+def _kernel_block(s_cost: Tensor, la: Tensor, lb: Tensor, va: Tensor, vb: Tensor, lu: Tensor, lv: Tensor,
+                  steps: int, phi_a: float, phi_b: float,
+                  neg_inf: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor] | None:
+    """The same iterations with products on a kernel stabilised at the block start.
+
+    With ``α = log u``, ``β = log v`` at the start, ``K~ = exp(α_i + β_j - C_ij/ε)`` (the current plan,
+    entries <= ~1) and ``log (K v)_i = log (K~ exp(log v - β))_i - α_i``: no exponential of the whole
+    cost per iteration, and no overflow while the potentials move little within a block. Returns None
+    (the caller redoes the block by log-sum-exp) if a row or column that must carry mass found none,
+    i.e. the stabilised kernel under- or overflowed (inf/nan propagate to the end of the block).
+    """
+    fin_a, fin_b = torch.isfinite(lu), torch.isfinite(lv)
+    alpha, beta = torch.where(fin_a, lu, 0.0), torch.where(fin_b, lv, 0.0)
+    kern = torch.exp(lu.unsqueeze(2) + lv.unsqueeze(1) - s_cost)  # -inf row/column -> 0
+    kern = torch.nan_to_num(kern, nan=0.0)
+    # Products as multiply-and-sum over the last dim (a transposed copy for the columns): several
+    # times faster than bmm for many small matrices on CPU.
+    kern_t = kern.transpose(1, 2).contiguous()
+    need_a = va & torch.isfinite(la)  # rows that must carry mass (when phi_a > 0)
+    need_b = vb & torch.isfinite(lb)
+    la_f, lb_f = torch.where(need_a, la, 0.0), torch.where(need_b, lb, 0.0)
+    zero_u = torch.where(va, torch.zeros_like(lu), neg_inf)  # phi = 0: u = 1 on every valid row
+    zero_v = torch.where(vb, torch.zeros_like(lv), neg_inf)
+    lu_prev, lv_prev = lu, lv
+    for _ in range(steps):
+        lu_prev, lv_prev = lu, lv
+        if phi_a == 0.0:
+            lu = zero_u
+        else:
+            log_kv = (kern * (lv - beta).exp().unsqueeze(1)).sum(-1).log() - alpha
+            lu = torch.where(need_a, phi_a * (la_f - log_kv), neg_inf)
+        if phi_b == 0.0:
+            lv = zero_v
+        else:
+            log_ktu = (kern_t * (lu - alpha).exp().unsqueeze(1)).sum(-1).log() - beta
+            lv = torch.where(need_b, phi_b * (lb_f - log_ktu), neg_inf)
+    bad_a = phi_a > 0 and bool((need_a & ~torch.isfinite(lu)).any())
+    bad_b = phi_b > 0 and bool((need_b & ~torch.isfinite(lv)).any())
+    if bad_a or bad_b:
+        return None
+    return lu_prev, lv_prev, lu, lv
+
+
+def _scaling_step(log_mass: Tensor, valid: Tensor, log_kv: Tensor, phi: float, neg_inf: Tensor) -> Tensor:
+    """log of ``(mass / Kv)^phi`` on valid positions: phi = 0 gives 1 (even for zero mass), zero mass 0."""
+    if phi == 0.0:
+        return torch.where(valid, torch.zeros_like(log_kv), neg_inf)
+    out = phi * (log_mass - log_kv)
+    # Zero mass (log -inf) -> -inf; a row that reaches no column (log_kv = -inf) transports nothing.
+    return torch.where(valid & torch.isfinite(out), out, neg_inf)
+
+
+def _relative_change(old: Tensor, new: Tensor) -> Tensor:
+    """Per problem ``max|x - x'| / max(max|x|, max|x'|, 1)`` for ``x = exp(new)``, ``x' = exp(old)``.
+
+    With ``s = max(max new, max old, 0)`` the ratio equals ``max|exp(new - s) - exp(old - s)|`` exactly,
+    which never overflows (the denominator becomes 1).
+    """
+    shift = torch.maximum(old.amax(-1), new.amax(-1)).clamp_min(0.0).unsqueeze(-1)
+    diff = (new - shift).exp() - (old - shift).exp()
+    return torch.nan_to_num(diff, nan=0.0).abs().amax(-1)
+
+
+def _check_unbalanced(a: Tensor, b: Tensor, cost: Tensor, reg: float, reg_a: float, reg_b: float,
+                      max_iter: int, tol: float, check_every: int) -> None:
+    name = "unbalanced_sinkhorn_batch"
+    if cost.ndim != 3 or a.shape != cost.shape[:2] or b.shape != (cost.shape[0], cost.shape[2]):
+        raise ValueError(f"{name}: shapes must be a [B, n], b [B, m], cost [B, n, m], got "
+                         f"{tuple(a.shape)}, {tuple(b.shape)}, {tuple(cost.shape)}.")
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()) or (a < 0).any() or (b < 0).any():
+        raise ValueError(f"{name}: masses `a` and `b` must be finite and non-negative.")
+    if not torch.isfinite(cost).all():
+        raise ValueError(f"{name}: `cost` must be finite.")
+    if not (isinstance(reg, (int, float)) and 0 < reg < float("inf")):
+        raise ValueError(f"{name}: `reg` must be a finite number > 0, got {reg!r}.")
+    for arg, value in (("reg_a", reg_a), ("reg_b", reg_b)):
+        if not isinstance(value, (int, float)) or value != value or value < 0:
+            raise ValueError(f"{name}: `{arg}` must be a number in [0, inf], got {value!r}.")
+    if not isinstance(max_iter, int) or max_iter < 1 or not isinstance(check_every, int) or check_every < 1:
+        raise ValueError(f"{name}: `max_iter` and `check_every` must be integers >= 1, got {max_iter!r}, "
+                         f"{check_every!r}.")
+    if not tol > 0:
+        raise ValueError(f"{name}: `tol` must be > 0, got {tol!r}.")
