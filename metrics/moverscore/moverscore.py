@@ -37,8 +37,9 @@ Args:
         aggregated by power means. Default from the preset.
     n_gram (`int`), cost (`str`: "euclidean", "sqeuclidean", "cosine"),
     transform (`str`: "1-d", "1/(1+d)", "exp(-d)", "d"): override the preset.
-    idf (`bool` or `movers.Idf` or a pair of them): True (default) = IDF from this call's references
-        and predictions separately (the original); False = uniform; a fitted table = fixed weights.
+    idf (`bool` or `movers.Idf` or a pair of them): False (default) = uniform weights; True = IDF from
+        this call's references and predictions separately (the original README's usage); a fitted
+        table = fixed weights.
     remove_subwords (`bool`), remove_punctuation (`bool`): default True (the original).
     stop_words (`bool`, `str` or `list` of `str`): None (default), True for the shipped English list.
     reference_aggregation (`str`): "mean" (default, as the original's example) or "max".
@@ -53,14 +54,14 @@ Returns:
 Examples:
     >>> moverscore = evaluate.load("moverscore")
     >>> results = moverscore.compute(predictions=["The cat sat on the mat."],
-    ...                              references=["A cat was sitting on the mat."], idf=False)
+    ...                              references=["A cat was sitting on the mat."])
     >>> round(results["score"], 4)
     0.714
     >>> results["signature"].split("|")[:4]
     ['MoverScore', 'preset:github', 'nrefs:1', 'agg:mean']
     >>> results = moverscore.compute(predictions=["The cat sat on the mat."],
     ...                              references=[["A cat was sitting on the mat.", "The cat sat on the mat."]],
-    ...                              idf=False, reference_aggregation="max")
+    ...                              reference_aggregation="max")
     >>> results["scores"]
     [1.0]
 """
@@ -88,7 +89,7 @@ class Moverscore(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, preset="github", model=None, layer=None, n_gram=None,
-                 cost=None, transform=None, idf=True, remove_subwords=True, remove_punctuation=True,
+                 cost=None, transform=None, idf=False, remove_subwords=True, remove_punctuation=True,
                  stop_words=None, reference_aggregation="mean", long_texts="window", batch_size=64,
                  device=None, verbose=False):
         return movers.moverscore(

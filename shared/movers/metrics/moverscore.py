@@ -19,8 +19,9 @@ preset     original                            settings
 
 Common to all: [CLS]/[SEP] stay in the transport (idf 0 when IDF comes from a corpus, 1 without IDF),
 WordPiece continuation pieces (``##``), single ASCII punctuation tokens and stop words get no mass.
-IDF ``ln((N+1)/(df+1))`` is computed per call separately on the references and on the predictions
-(the original), or taken from a fitted :class:`~movers.idf.Idf` table, or uniform.
+Weights are uniform by default (``idf=False``); ``idf=True`` computes IDF ``ln((N+1)/(df+1))`` per call
+separately on the references and on the predictions (the original README's usage); a fitted
+:class:`~movers.idf.Idf` table gives fixed weights.
 Distances are computed in float64 as direct differences of unit vectors, so that a text scored
 against itself reaches exactly the maximum; the originals' float32 ``sqrt(2 - 2 cos)`` leaves it ~3e-4 low.
 """
@@ -81,7 +82,7 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
                preset: str = DEFAULT_PRESET, model: str | None = None,
                layer: int | Sequence[int] | None = None, n_gram: int | None = None,
                cost: Cost | None = None, transform: Transform | None = None,
-               idf: IdfSpec = True, remove_subwords: bool = True, remove_punctuation: bool = True,
+               idf: IdfSpec = False, remove_subwords: bool = True, remove_punctuation: bool = True,
                stop_words: bool | str | Sequence[str] | None = None,
                reference_aggregation: Literal["mean", "max"] = "mean",
                long_texts: Literal["window", "truncate", "error"] = "window",
@@ -96,9 +97,10 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
         model: Hub id or local folder; None = the bundled all-MiniLM-L6-v2.
         layer, n_gram, cost, transform: Override the preset (layer: hidden_states index, or a list of
             indices aggregated by power means).
-        idf: True = per call, separately on the references and on the predictions (the original);
-            False = uniform weights (special tokens included, as the original's no-idf setting);
-            an :class:`Idf` table (both sides) or a pair (reference table, prediction table).
+        idf: False (default) = uniform weights (special tokens included, the original's no-idf setting;
+            chosen on the development sets, see the card); True = per call, separately on the
+            references and on the predictions (the original README's usage); an :class:`Idf` table
+            (both sides) or a pair (reference table, prediction table).
         remove_subwords, remove_punctuation: give WordPiece ``##`` pieces / single punctuation tokens no mass.
         stop_words: None (default), True / "en" (shipped 153-word list) or your own words.
         reference_aggregation: "mean" over references (the original's example) or "max".
