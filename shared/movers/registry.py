@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -59,9 +60,13 @@ def load(name: str, *args: Any, **kwargs: Any):
 
 
 def _cache_root(modules_cache: str | os.PathLike | None) -> Path:
-    """evaluate's rule for HF_MODULES_CACHE, without importing evaluate (slow)."""
+    """evaluate's HF_MODULES_CACHE: its resolved value if evaluate is imported (it reads the
+    environment once, at import), else the same rule without importing evaluate (slow)."""
     if modules_cache is not None:
         return Path(modules_cache)
+    evaluate = sys.modules.get("evaluate")
+    if evaluate is not None and hasattr(evaluate, "config"):
+        return Path(evaluate.config.HF_MODULES_CACHE)
     hf_home = os.path.expanduser(os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"),
                                                                        "huggingface")))
     return Path(os.getenv("HF_MODULES_CACHE", os.path.join(hf_home, "modules")))
