@@ -15,7 +15,6 @@ import logging
 import os
 import sys
 import tempfile
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -28,14 +27,13 @@ NAMESPACES = ("evaluate-metric", "movers")
 
 
 def _modules_root() -> Path:
-    """The packaged module folders; in a source checkout without install, the repo's metrics/."""
-    try:
-        root = Path(str(resources.files("movers.evaluate_modules")))
-        if root.is_dir() and any(root.glob("*/*.py")):
-            return root
-    except ModuleNotFoundError:
-        pass
-    return Path(__file__).resolve().parents[2] / "metrics"
+    """The module folders packaged in the wheel (movers/evaluate_modules/), or, in a source checkout
+    or editable install, the repository's metrics/ (the same files)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "evaluate_modules"
+    if packaged.is_dir() and any(packaged.glob("*/*.py")):
+        return packaged
+    return here.parents[1] / "metrics"
 
 
 def module_names() -> list[str]:
