@@ -243,44 +243,53 @@ def _logsumexp_block(s_cost: Tensor, s_cost_t: Tensor, la: Tensor, lb: Tensor, v
 def _kernel_block(s_cost: Tensor, la: Tensor, lb: Tensor, va: Tensor, vb: Tensor, lu: Tensor, lv: Tensor,
                   steps: int, phi_a: float, phi_b: float,
                   neg_inf: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor] | None:
-    """The same iterations with products on a kernel stabilised at the block start.
+    """The same iterations as plain products on a kernel stabilised at the block start.
 
     With ``α = log u``, ``β = log v`` at the start, ``K~ = exp(α_i + β_j - C_ij/ε)`` (the current plan,
-    entries <= ~1) and ``log (K v)_i = log (K~ exp(log v - β))_i - α_i``: no exponential of the whole
-    cost per iteration, and no overflow while the potentials move little within a block. Returns None
-    (the caller redoes the block by log-sum-exp) if a row or column that must carry mass found none,
-    i.e. the stabilised kernel under- or overflowed (inf/nan propagate to the end of the block).
+    entries <= ~1) and relative scalings ``u~ = u e^-α``, ``v~ = v e^-β`` (~1), the update
+    ``u = (a / K v)^φ`` reads ``u~ = a^φ e^((φ-1)α) (K~ v~)^-φ``: two passes over the kernel and two
+    small vector operations per half-step, no exponential of the cost. Returns None (the caller
+    redoes the block by log-sum-exp) if a row or column that must carry mass ends the block with a
+    zero or non-finite scaling, i.e. the stabilised kernel under- or overflowed (zeros turn into
+    infinities and NaNs at the next step, so a failure persists to the end of the block).
     """
     fin_a, fin_b = torch.isfinite(lu), torch.isfinite(lv)
     alpha, beta = torch.where(fin_a, lu, 0.0), torch.where(fin_b, lv, 0.0)
-    kern = torch.exp(lu.unsqueeze(2) + lv.unsqueeze(1) - s_cost)  # -inf row/column -> 0
-    kern = torch.nan_to_num(kern, nan=0.0)
+    # Entries of a row or column without mass (-inf potential) are set to 1, not 0, so that no sum
+    # below is 0; their scaling is 0, so they still transport nothing.
+    both = fin_a.unsqueeze(2) & fin_b.unsqueeze(1)
+    kern = torch.where(both, torch.exp(alpha.unsqueeze(2) + beta.unsqueeze(1) - s_cost), 1.0)
     # Products as multiply-and-sum over the last dim (a transposed copy for the columns): several
     # times faster than bmm for many small matrices on CPU.
     kern_t = kern.transpose(1, 2).contiguous()
     need_a = va & torch.isfinite(la)  # rows that must carry mass (when phi_a > 0)
     need_b = vb & torch.isfinite(lb)
-    la_f, lb_f = torch.where(need_a, la, 0.0), torch.where(need_b, lb, 0.0)
-    zero_u = torch.where(va, torch.zeros_like(lu), neg_inf)  # phi = 0: u = 1 on every valid row
-    zero_v = torch.where(vb, torch.zeros_like(lv), neg_inf)
-    lu_prev, lv_prev = lu, lv
+    # Per-block constants a^φ e^((φ-1)α) (0 where no mass), and the φ = 0 scalings (1 on valid rows).
+    coef_a = torch.where(need_a & fin_a, (phi_a * la + (phi_a - 1.0) * alpha).exp(), 0.0)
+    coef_b = torch.where(need_b & fin_b, (phi_b * lb + (phi_b - 1.0) * beta).exp(), 0.0)
+    free_u = torch.where(va, (-alpha).exp(), 0.0)  # u = 1 -> u~ = e^-α
+    free_v = torch.where(vb, (-beta).exp(), 0.0)
+    u = fin_a.to(lu.dtype)  # u~ = 1 at the block start (0 where u = 0)
+    v = fin_b.to(lv.dtype)
+    u_prev, v_prev = u, v
     for _ in range(steps):
-        lu_prev, lv_prev = lu, lv
-        if phi_a == 0.0:
-            lu = zero_u
-        else:
-            log_kv = (kern * (lv - beta).exp().unsqueeze(1)).sum(-1).log() - alpha
-            lu = torch.where(need_a, phi_a * (la_f - log_kv), neg_inf)
-        if phi_b == 0.0:
-            lv = zero_v
-        else:
-            log_ktu = (kern_t * (lu - alpha).exp().unsqueeze(1)).sum(-1).log() - beta
-            lv = torch.where(need_b, phi_b * (lb_f - log_ktu), neg_inf)
-    bad_a = phi_a > 0 and bool((need_a & ~torch.isfinite(lu)).any())
-    bad_b = phi_b > 0 and bool((need_b & ~torch.isfinite(lv)).any())
-    if bad_a or bad_b:
+        u_prev, v_prev = u, v
+        u = free_u if phi_a == 0.0 else coef_a * (kern * v.unsqueeze(1)).sum(-1).pow(-phi_a)
+        v = free_v if phi_b == 0.0 else coef_b * (kern_t * u.unsqueeze(1)).sum(-1).pow(-phi_b)
+    good_u = ((u > 0) & torch.isfinite(u)) | ~need_a
+    good_v = ((v > 0) & torch.isfinite(v)) | ~need_b
+    if (phi_a > 0 and not bool(good_u.all())) or (phi_b > 0 and not bool(good_v.all())):
         return None
-    return lu_prev, lv_prev, lu, lv
+
+    def log_of(x: Tensor, shift: Tensor, fin: Tensor) -> Tensor:
+        return torch.where(fin & (x > 0), x.log() + shift, neg_inf)
+
+    if phi_a == 0.0:
+        fin_a = va  # u = 1 on every valid row, whatever its potential at the block start
+    if phi_b == 0.0:
+        fin_b = vb
+    return (log_of(u_prev, alpha, fin_a), log_of(v_prev, beta, fin_b), log_of(u, alpha, fin_a),
+            log_of(v, beta, fin_b))
 
 
 def _scaling_step(log_mass: Tensor, valid: Tensor, log_kv: Tensor, phi: float, neg_inf: Tensor) -> Tensor:

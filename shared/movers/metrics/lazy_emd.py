@@ -39,7 +39,7 @@ from ..embedding import Encoder, TokenEmbeddings
 from ..idf import Idf, idf_from_ids
 from ..result import Scores
 from ..signature import format_float, format_signature, library_versions
-from ..transport import unbalanced_sinkhorn_batch
+from ..transport import emd, unbalanced_sinkhorn_batch
 
 __all__ = ["lazy_emd", "lazy_emd_plot", "PRESETS", "DEFAULT_PRESET", "HIGHER_IS_BETTER", "MASK_THRESHOLD"]
 
@@ -72,8 +72,8 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
              preset: str = DEFAULT_PRESET, mask: MaskSpec = None, idf: IdfSpec = False,
              model: str | None = None, layer: int = -1,
              reference_aggregation: Literal["min", "mean"] = "min", max_iter: int = 200_000,
-             tol: float = 1e-6, long_texts: Literal["window", "truncate", "error"] = "window",
-             return_matching: bool = False, batch_size: int = 64, device: str | None = None,
+             tol: float = 1e-6, solver: Literal["sinkhorn", "emd"] = "sinkhorn",
+             long_texts: Literal["window", "truncate", "error"] = "window", return_matching: bool = False, batch_size: int = 64, device: str | None = None,
              verbose: bool = False, encoder: Encoder | None = None) -> Scores:
     """Lazy-EMD distance of each prediction to its reference(s), and the similarity ``1 - distance``.
 
@@ -93,6 +93,9 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
         layer: ``hidden_states`` index (-1 = last = 6 for MiniLM, the fixtures' setting).
         reference_aggregation: "min" (default: the closest reference) or "mean" over references.
         max_iter, tol: The original's iteration cap (200,000) and stopping threshold (1e-6).
+        solver: "sinkhorn" (default, Lazy-EMD) or "emd": exact EMD (network simplex, float64) with the
+            same masses and cost and no mask = the original's WMD baseline (``Scorer._wmd``), the limit
+            λc, λr -> ∞, ε -> 0; `reg`, `reg_candidate`, `reg_reference`, `max_iter`, `tol` are unused.
         long_texts: "window" (sliding windows, default), "truncate" (first 510 pieces, as the
             original) or "error".
         return_matching: Add ``extra["matching"]``: per segment and reference, the tokens and the plan
@@ -117,7 +120,11 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     _check_strength(name, "reg_candidate", reg_candidate)
     _check_strength(name, "reg_reference", reg_reference)
     check_choice(name, "preset", preset, list(PRESETS))
-    threshold = _resolve_mask(name, mask, PRESETS[preset])
+    check_choice(name, "solver", solver, ["sinkhorn", "emd"])
+    if solver == "emd" and mask is not None:
+        raise ValueError(f"{name}: `mask` applies to solver='sinkhorn' only (the original's WMD baseline has "
+                         f"no mask), got mask={mask!r} with solver='emd'.")
+    threshold = None if solver == "emd" else _resolve_mask(name, mask, PRESETS[preset])
     check_choice(name, "reference_aggregation", reference_aggregation, ["min", "mean"])
     check_number(name, "max_iter", max_iter, low=1, integer=True)
     check_number(name, "tol", tol, low=0.0, low_open=True)
@@ -143,8 +150,11 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     hyp_unit = [_unit(v) for v in hyp.vectors]
     ref_unit = [_unit(v) for v in ref.vectors]
     costs = [(1.0 - hyp_unit[i] @ ref_unit[k].T).clamp_(0.0, 2.0) for k, i in enumerate(pair_hyp)]
-    solved = _solve(costs, [hyp_mass[i] for i in pair_hyp], ref_mass, reg=reg, reg_a=reg_candidate,
-                    reg_b=reg_reference, max_iter=max_iter, tol=tol, device=encoder.device)
+    if solver == "emd":
+        solved = _solve_exact(costs, [hyp_mass[i] for i in pair_hyp], ref_mass)
+    else:
+        solved = _solve(costs, [hyp_mass[i] for i in pair_hyp], ref_mass, reg=reg, reg_a=reg_candidate,
+                        reg_b=reg_reference, max_iter=max_iter, tol=tol, device=encoder.device)
 
     distances, converged, iterations, plans = [], [], [], []
     for k, (plan, cost) in enumerate(zip(solved["plans"], costs)):
@@ -182,14 +192,11 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
         ("model", encoder.name),
         ("layer", encoder.layer_label),
         ("mass", idf_label),
-        ("reg", format_float(reg)),
-        ("reg_c", format_float(reg_candidate)),
-        ("reg_r", format_float(reg_reference)),
         ("mask", "none" if threshold is None else format_float(threshold)),
-        ("iter", max_iter),
-        ("tol", format_float(tol)),
         ("long", encoder.long_texts),
-        ("ot", "unbalanced-sinkhorn"),
+        ("ot", "emd" if solver == "emd" else
+         f"uot-sinkhorn[reg={format_float(reg)},reg_c={format_float(reg_candidate)},"
+         f"reg_r={format_float(reg_reference)},iter={max_iter},tol={format_float(tol)}]"),
         *library_versions("transformers", "torch"),
     ])
     extra: dict[str, Any] = {"similarity": float(np.mean(similarities)), "similarities": similarities,
@@ -307,6 +314,12 @@ def _solve(costs: list[torch.Tensor], a: list[torch.Tensor], b: list[torch.Tenso
             iters[k] = int(out.iterations[row])
         start = stop
     return {"plans": plans, "converged": conv, "iterations": iters}
+
+
+def _solve_exact(costs: list[torch.Tensor], a: list[torch.Tensor], b: list[torch.Tensor]) -> dict[str, list]:
+    """Exact EMD per pair (the original's ``_wmd`` baseline: ``ot.emd`` on the same masses and cost)."""
+    plans = [torch.from_numpy(emd(a_k.numpy(), b_k.numpy(), c.numpy()).plan) for c, a_k, b_k in zip(costs, a, b)]
+    return {"plans": plans, "converged": [True] * len(costs), "iterations": [0] * len(costs)}
 
 
 def lazy_emd_plot(matching: dict[str, Any], *, ax: Any = None, specials: bool = False, annotate: bool = True,
