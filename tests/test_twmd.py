@@ -378,7 +378,8 @@ def test_single_segment_centring_warns(encoders):
 
 @pytest.mark.parametrize("kwargs,error,match", [
     ({"variant": "wmd"}, ValueError, r"twmd: `variant` must be one of \['twmd', 'trwmd'\]"),
-    ({"centering": "global"}, ValueError, r"twmd: `centering` must be one of"),
+    ({"centering": "global"}, ValueError, r"twmd: `centering` must be one of \['batch', 'corpus', 'none'\]"),
+    ({"centering": [0.0, 1.0]}, TypeError, r"twmd: `centering` must be one of .* or a movers.TwmdCentering"),
     ({"temperature": 0.0}, ValueError, r"twmd: `temperature` must be > 0"),
     ({"temperature": "hot"}, TypeError, r"twmd: `temperature` must be a number"),
     ({"iterations": 0}, ValueError, r"twmd: `iterations` must be >= 1"),

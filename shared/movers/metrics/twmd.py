@@ -190,8 +190,11 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     if variant == "trwmd" and iterations != 1:
         raise ValueError(f"{name}: `iterations` must be 1 for variant='trwmd' (it has no Sinkhorn "
                          f"iterations), got {iterations}.")
-    if not isinstance(centering, TwmdCentering):
-        check_choice(name, "centering", centering, list(CENTERINGS) + ["<TwmdCentering>"])
+    if not isinstance(centering, (str, TwmdCentering)):
+        raise TypeError(f"{name}: `centering` must be one of {list(CENTERINGS)} or a movers.TwmdCentering, "
+                        f"got {type(centering).__name__}.")
+    if isinstance(centering, str):
+        check_choice(name, "centering", centering, list(CENTERINGS))
     centred = not (isinstance(centering, str) and centering == "none")
     if temperature is None:
         temperature = DEFAULT_TEMPERATURES[(variant, centred)]
@@ -346,19 +349,29 @@ def _harmonic(p: Tensor, r: Tensor) -> Tensor:
     return torch.where(s != 0, 2 * p * r / torch.where(s != 0, s, torch.ones_like(s)), torch.zeros_like(s))
 
 
+_CHUNK = 1 << 22
+"""Most entries of one [B, L, L] float64 matrix per chunk (32 MiB); long texts get smaller chunks."""
+
+
 @torch.inference_mode()
 def _pair_scores(cand: list[Tensor], ref: list[Tensor], owner: list[int], *, temperature: float, variant: str,
                  iterations: int, batch_size: int, device: torch.device
                  ) -> tuple[list[float], list[float], list[float], list[int]]:
     """Self-normalised precision, recall, F per (segment, reference) pair, in chunks of similar length."""
     kw = {"temperature": temperature, "variant": variant, "iterations": iterations}
-    pairs = sorted(range(len(ref)), key=lambda k: max(len(cand[owner[k]]), len(ref[k])), reverse=True)
+    size = [max(len(cand[owner[k]]), len(ref[k])) for k in range(len(ref))]
+    pairs = sorted(range(len(ref)), key=lambda k: size[k], reverse=True)
+    chunks: list[list[int]] = []
+    for k in pairs:  # longest first: the first pair of a chunk sets its padded width
+        if chunks and len(chunks[-1]) < batch_size and (len(chunks[-1]) + 1) * size[chunks[-1][0]] ** 2 <= _CHUNK:
+            chunks[-1].append(k)
+        else:
+            chunks.append([k])
     prec = [0.0] * len(ref)
     rec = [0.0] * len(ref)
     f1 = [0.0] * len(ref)
     bad: list[int] = []
-    for start in range(0, len(pairs), batch_size):
-        chunk = pairs[start:start + batch_size]
+    for chunk in chunks:
         x, xm = _pad([cand[owner[k]] for k in chunk], device)
         y, ym = _pad([ref[k] for k in chunk], device)
         c_cr, r_cr = _sides(x, xm, y, ym, **kw)
@@ -367,10 +380,11 @@ def _pair_scores(cand: list[Tensor], ref: list[Tensor], owner: list[int], *, tem
         values = []
         for num, den_a, den_b in ((c_cr, c_cc, c_rr), (r_cr, r_cc, r_rr),
                                   (_harmonic(c_cr, r_cr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr))):
-            den = den_a * den_b
-            ok = (den > 0) & torch.isfinite(den) & torch.isfinite(num)
-            values.append((torch.where(ok, num / torch.where(ok, den, torch.ones_like(den)).sqrt(),
-                                       torch.zeros_like(num)), ok))
+            ok = (den_a > 0) & (den_b > 0) & torch.isfinite(den_a * den_b) & torch.isfinite(num)
+            one = torch.ones_like(num)
+            sa, sb = torch.where(ok, den_a, one), torch.where(ok, den_b, one)
+            # num / sqrt(sa sb) written as (num / sa) sqrt(sa / sb): exactly 1 when a text meets itself
+            values.append((torch.where(ok, num / sa * (sa / sb).sqrt(), torch.zeros_like(num)), ok))
         for b, k in enumerate(chunk):
             prec[k], rec[k], f1[k] = (float(v[b]) for v, _ in values)
             if not all(bool(ok[b]) for _, ok in values):
