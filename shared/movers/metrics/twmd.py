@@ -9,8 +9,9 @@ length), ``S = X Yᵀ`` and ``A = S / T``. Each side is a soft alignment ``π`` 
   the reference side does the same in the other order. One sweep is the paper's setting; many sweeps
   converge to the entropic OT plan with uniform marginals, and both sides to ``<P*, S>``.
 * TRWMD: one softmax, ``cand = (1/n) Σ_i Σ_j softmax_j(A)_ij S_ij`` (ref side over columns): the
-  expectation of ``S`` under the Gibbs weights, i.e. the gradient of the smoothed max
-  ``T log Σ_j exp(S_ij / T)``; T -> 0 gives BERTScore's mean of row (column) maxima.
+  expectation of ``S`` under the Gibbs weights (the original code, default), i.e. the gradient of
+  the smoothed max ``T log Σ_j exp(S_ij / T)``, which the paper writes and ``relaxed="logsumexp"``
+  computes; T -> 0 gives BERTScore's mean of row (column) maxima for both.
 
 Precision (candidate side), recall (reference side) and F = 2PR/(P+R) are each self-normalised as
 the original does: ``V(c, r) / sqrt(V(c, c) V(r, r))``. (The original labels the candidate side
@@ -147,7 +148,8 @@ def _log_normalise(x: Tensor, dim: int) -> Tensor:
 
 def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
          variant: Literal["twmd", "trwmd"] = "twmd", centering: Centering = "batch",
-         temperature: float | None = None, iterations: int = 1, centering_batch: int = 32,
+         temperature: float | None = None, iterations: int = 1,
+         relaxed: Literal["expectation", "logsumexp"] = "expectation", centering_batch: int = 32,
          preset: Literal["wmt", "sts"] = "wmt", model: str | None = None, layer: int | None = None,
          reference_aggregation: Literal["max", "mean"] = "max",
          long_texts: Literal["window", "truncate", "error"] = "window", batch_size: int = 64,
@@ -164,6 +166,9 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
             or "none".
         temperature: T > 0; None = the paper's 0.1 (TWMD) / 0.15 (TRWMD) centred, 0.02 uncentred.
         iterations: Sinkhorn sweeps for TWMD (1 = the paper); must be 1 for TRWMD.
+        relaxed: TRWMD's side value: "expectation" (default; the original code and its fixtures:
+            ``Σ_j softmax_j(S/T)_ij S_ij``) or "logsumexp" (the paper's smoothed maximum
+            ``T log Σ_j exp(S_ij / T)``). Both tend to BERTScore's greedy max as T -> 0.
         centering_batch: k, segments per centring batch (32 = the original's batch size).
         preset: "wmt" (default: keep [CLS], drop [SEP]) or "sts" (drop both), as the original's scripts.
         model: Hub id or local folder; None = the bundled all-MiniLM-L6-v2.
@@ -187,6 +192,10 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     check_number(name, "iterations", iterations, low=1, integer=True)
     check_number(name, "centering_batch", centering_batch, low=1, integer=True)
     check_number(name, "batch_size", batch_size, low=1, integer=True)
+    check_choice(name, "relaxed", relaxed, ["expectation", "logsumexp"])
+    if variant == "twmd" and relaxed != "expectation":
+        raise ValueError(f"{name}: `relaxed` applies to variant='trwmd' only, got relaxed={relaxed!r} with "
+                         f"variant='twmd'.")
     if variant == "trwmd" and iterations != 1:
         raise ValueError(f"{name}: `iterations` must be 1 for variant='trwmd' (it has no Sinkhorn "
                          f"iterations), got {iterations}.")
@@ -222,7 +231,8 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
 
     work = encoder.device
     prec, rec, f1, bad = _pair_scores(cand, ref, owner, temperature=temperature, variant=variant,
-                                      iterations=iterations, batch_size=batch_size, device=work)
+                                      iterations=iterations, relaxed=relaxed, batch_size=batch_size,
+                                      device=work)
     if bad:
         warnings.warn(f"{name}: segments {sorted(set(bad))[:10]} have a non-positive self-similarity "
                       f"(all tokens equal to the centring mean?); their values are set to 0.",
@@ -247,6 +257,8 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     ]
     if variant == "twmd":
         fields.append(("iter", iterations))
+    else:
+        fields.append(("form", relaxed))
     fields += [("long", encoder.long_texts), *library_versions("transformers", "torch")]
     signature = format_signature(variant.upper(), fields)
     return Scores(score=float(np.mean(f)), scores=f, signature=signature,
@@ -337,9 +349,25 @@ def _pad(vectors: list[Tensor], device: torch.device) -> tuple[Tensor, Tensor]:
     return out.to(device), mask.to(device)
 
 
-def _sides(x: Tensor, xm: Tensor, y: Tensor, ym: Tensor, **kw) -> tuple[Tensor, Tensor]:
+def smoothed_max_sides(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, temperature: float
+                       ) -> tuple[Tensor, Tensor]:
+    """TRWMD as the paper writes it: candidate side ``(1/n) Σ_i T log Σ_j exp(S_ij / T)``, reference
+    side the same over columns; [B] each. Shapes: sim [B, n, m], masks [B, n] and [B, m]."""
+    valid = row_mask.unsqueeze(2) & col_mask.unsqueeze(1)
+    logits = (sim / temperature).masked_fill(~valid, -math.inf)
+    n = row_mask.sum(1).clamp_min(1).to(sim.dtype)
+    m = col_mask.sum(1).clamp_min(1).to(sim.dtype)
+    rows = torch.where(row_mask, temperature * torch.logsumexp(logits, 2), torch.zeros_like(n[:, None]))
+    cols = torch.where(col_mask, temperature * torch.logsumexp(logits, 1), torch.zeros_like(m[:, None]))
+    return rows.sum(1) / n, cols.sum(1) / m
+
+
+def _sides(x: Tensor, xm: Tensor, y: Tensor, ym: Tensor, *, relaxed: str = "expectation",
+           **kw) -> tuple[Tensor, Tensor]:
     """Unnormalised (candidate side, reference side) values [B] of padded batches x [B, n, d], y [B, m, d]."""
     sim = torch.bmm(x, y.transpose(1, 2))
+    if kw["variant"] == "trwmd" and relaxed == "logsumexp":
+        return smoothed_max_sides(sim, xm, ym, temperature=kw["temperature"])
     cand_plan, ref_plan = tempered_plans(sim, xm, ym, **kw)
     return (cand_plan * sim).sum((1, 2)), (ref_plan * sim).sum((1, 2))
 
@@ -355,10 +383,10 @@ _CHUNK = 1 << 22
 
 @torch.inference_mode()
 def _pair_scores(cand: list[Tensor], ref: list[Tensor], owner: list[int], *, temperature: float, variant: str,
-                 iterations: int, batch_size: int, device: torch.device
+                 iterations: int, batch_size: int, device: torch.device, relaxed: str = "expectation"
                  ) -> tuple[list[float], list[float], list[float], list[int]]:
     """Self-normalised precision, recall, F per (segment, reference) pair, in chunks of similar length."""
-    kw = {"temperature": temperature, "variant": variant, "iterations": iterations}
+    kw = {"temperature": temperature, "variant": variant, "iterations": iterations, "relaxed": relaxed}
     size = [max(len(cand[owner[k]]), len(ref[k])) for k in range(len(ref))]
     pairs = sorted(range(len(ref)), key=lambda k: size[k], reverse=True)
     chunks: list[list[int]] = []
