@@ -3,7 +3,6 @@
 The formula lives in the `movers` package (`movers/metrics/moverscore.py`); this file describes the
 inputs and forwards every option unchanged.
 """
-import datasets
 import evaluate
 import movers  # From: movers
 
@@ -74,16 +73,7 @@ class Moverscore(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features({
-                    "predictions": datasets.Value("string", id="sequence"),
-                    "references": datasets.Sequence(datasets.Value("string", id="sequence"), id="references"),
-                }),
-                datasets.Features({
-                    "predictions": datasets.Value("string", id="sequence"),
-                    "references": datasets.Value("string", id="sequence"),
-                }),
-            ],
+            features=movers.text_features(),
             codebase_urls=["https://github.com/AIPHES/emnlp19-moverscore"],
             reference_urls=["https://aclanthology.org/D19-1053"],
         )

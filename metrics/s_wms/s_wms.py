@@ -3,7 +3,6 @@
 The formula lives in the `movers` package (`movers/metrics/sms.py`); this file describes the inputs
 and forwards every option unchanged.
 """
-import datasets
 import evaluate
 import movers  # From: movers
 
@@ -62,20 +61,11 @@ Examples:
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class SWms(evaluate.Metric):
     def _info(self):
-        string = datasets.Value("string", id="sequence")
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features({"predictions": string,
-                                   "references": datasets.Sequence(string, id="references")}),
-                datasets.Features({"predictions": string, "references": string}),
-                datasets.Features({"predictions": datasets.Sequence(string),
-                                   "references": datasets.Sequence(datasets.Sequence(string), id="references")}),
-                datasets.Features({"predictions": datasets.Sequence(string),
-                                   "references": datasets.Sequence(string)}),
-            ],
+            features=movers.text_features(segmented=True),
             codebase_urls=["https://github.com/eaclark07/sms"],
             reference_urls=["https://aclanthology.org/P19-1264"],
         )

@@ -3,7 +3,6 @@
 The formula lives in the `movers` package (`movers/metrics/twmd.py`); this file describes the inputs
 and forwards every option unchanged.
 """
-import datasets
 import evaluate
 import movers  # From: movers
 
@@ -82,16 +81,7 @@ class Twmd(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features({
-                    "predictions": datasets.Value("string", id="sequence"),
-                    "references": datasets.Sequence(datasets.Value("string", id="sequence"), id="references"),
-                }),
-                datasets.Features({
-                    "predictions": datasets.Value("string", id="sequence"),
-                    "references": datasets.Value("string", id="sequence"),
-                }),
-            ],
+            features=movers.text_features(),
             codebase_urls=["https://github.com/xchen147/BatchCenterTWMD"],
             reference_urls=["https://aclanthology.org/2020.eval4nlp-1.6", "https://arxiv.org/abs/2010.06150"],
         )

@@ -33,6 +33,7 @@ __all__ = [
     "delta_bleu",
     "lazy_emd",
     "lazy_emd_plot",
+    "text_features",
 ]
 
 # name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap.
@@ -49,6 +50,7 @@ _LAZY = {
     "delta_bleu": "metrics.delta_bleu",
     "lazy_emd": "metrics.lazy_emd",
     "lazy_emd_plot": "metrics.lazy_emd",
+    "text_features": "features",
 }
 
 
