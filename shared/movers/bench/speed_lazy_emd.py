@@ -7,17 +7,17 @@ code of the repository is copied). :func:`original_sinkhorn` is that re-enactmen
 tests check it against the original's recorded outputs (../shared/reference/lazyemd_*), so the two
 timed procedures compute the same numbers. Per pair the re-enactment does what the original does:
 
-* encode the reference and the hypothesis **one sentence per forward pass** with the slow
-  (Python) WordPiece tokenizer, ``[CLS]``/``[SEP]`` included, truncation at 512, the same encoder
-  and layer; L2-normalise; ``C = 1 - hyp @ ref.T`` (float32 product, float64 cost);
+* encode the reference and the hypothesis **one sentence per forward pass** with the tokenizer
+  loaded as the original loads it (``AutoTokenizer(use_fast=False)``; transformers 5 serves it from
+  the same Rust WordPiece), ``[CLS]``/``[SEP]`` included, truncation at 512, the same encoder and
+  layer; L2-normalise; ``C = 1 - hyp @ ref.T`` (float32 product, float64 cost);
 * masses ``1/(L-2)`` on real tokens, 0 on ``[CLS]``/``[SEP]`` (rounding remainder on the last one);
 * numpy plain-domain scaling ``u = (a / K v)^φc``, ``v = (b / Kᵀ u)^φr`` with ``K = exp(-C/ε)``
   from ``u = 1/n``, ``v = 1/m``, in blocks of 10 iterations, stopping when the mean relative change
   of ``u`` and ``v`` over the last iteration is <= 1e-6 or after 200,000 iterations;
 * the plan masked where ``C >= 0.999``; score ``<P, C>``.
 
-movers: ``movers.lazy_emd`` end to end (deduplicated, length-sorted, batched encoding with the fast
-tokenizer; all pairs solved together in a few size buckets, log-domain stabilised, float64). Both
+movers: ``movers.lazy_emd`` end to end (deduplicated, length-sorted, batched encoding; all pairs solved together in a few size buckets, log-domain stabilised, float64). Both
 run in one process on the same pairs after a warm-up (model loading is excluded from both); each
 timing is the minimum of ``--repeat`` runs. The table also reports the two phases separately and
 the largest score difference between the two procedures.
@@ -67,7 +67,7 @@ def original_sinkhorn(a: np.ndarray, b: np.ndarray, cost: np.ndarray, *, reg: fl
 
 
 class OriginalReenactment:
-    """One sentence per forward pass, slow tokenizer, numpy solver per pair (see the module docstring)."""
+    """One sentence per forward pass, numpy solver per pair (see the module docstring)."""
 
     def __init__(self, model: str | None = None, layer: int = -1) -> None:
         import transformers
