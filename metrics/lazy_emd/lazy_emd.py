@@ -3,7 +3,6 @@
 The formula lives in the `movers` package (`movers/metrics/lazy_emd.py`); this file describes the
 inputs and forwards every option unchanged.
 """
-import datasets
 import evaluate
 import movers  # From: movers
 
@@ -89,16 +88,7 @@ class LazyEmd(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features({
-                    "predictions": datasets.Value("string", id="sequence"),
-                    "references": datasets.Sequence(datasets.Value("string", id="sequence"), id="references"),
-                }),
-                datasets.Features({
-                    "predictions": datasets.Value("string", id="sequence"),
-                    "references": datasets.Value("string", id="sequence"),
-                }),
-            ],
+            features=movers.text_features(),
             codebase_urls=["https://github.com/Beastlyprime/lazy_emd"],
             reference_urls=["https://doi.org/10.24963/ijcai.2020/516"],
         )
