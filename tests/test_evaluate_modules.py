@@ -98,3 +98,24 @@ def test_register_is_idempotent_and_refreshes(tmp_path):
     assert first == second and len(first) == 2
     for path in first:
         assert Path(path).read_bytes() == (Path(movers.module_dir("moverscore")) / "moverscore.py").read_bytes()
+
+
+ADD_BATCH_KWARGS = {"twmd": {"centering": "none"}}  # batch centring would make 1-pair batches degenerate
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_add_batch_then_compute_equals_one_compute(name):
+    """The incremental path used by a Trainer's batch_eval_metrics: add_batch twice, then compute."""
+    preds = ["The cat sat on the mat. It was happy.", "A quick brown fox jumps over the lazy dog.",
+             "He went to the store to buy milk."]
+    refs = [["A cat was sitting on the mat. The cat was glad."], ["The fast brown fox leaped over a lazy dog."],
+            ["She stayed at home and read a book."]]
+    kwargs = ADD_BATCH_KWARGS.get(name, {})
+    once = movers.load(name).compute(predictions=preds, references=refs, **kwargs)
+    metric = movers.load(name)
+    metric.add_batch(predictions=preds[:2], references=refs[:2])
+    metric.add_batch(predictions=preds[2:], references=refs[2:])
+    incremental = metric.compute(**kwargs)
+    assert incremental["signature"] == once["signature"]
+    assert incremental["scores"] == pytest.approx(once["scores"], abs=1e-6)
+    assert incremental["score"] == pytest.approx(once["score"], abs=1e-6)
