@@ -119,3 +119,28 @@ def test_add_batch_then_compute_equals_one_compute(name):
     assert incremental["signature"] == once["signature"]
     assert incremental["scores"] == pytest.approx(once["scores"], abs=1e-6)
     assert incremental["score"] == pytest.approx(once["score"], abs=1e-6)
+
+
+def test_readme_trainer_compute_metrics_pattern():
+    """The README's compute_metrics: -100 in gathered predictions and labels, batch_decode, compute."""
+    import numpy as np
+    import transformers
+
+    from movers.embedding import _resolve_model
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(_resolve_model(None)[0])
+    ids = np.array(tokenizer(["the cat sat on the mat .", "a dog ran ."], padding=True)["input_ids"])
+    labels = np.where(ids == tokenizer.pad_token_id, -100, ids)
+    preds = labels.copy()  # perfect generations, padded with -100 as after a multi-process gather
+    moverscore = movers.load("moverscore")
+
+    def compute_metrics(eval_preds):  # as in README.md
+        preds, labels = eval_preds
+        preds = np.where(preds != -100, preds, tokenizer.pad_token_id)
+        labels = np.where(labels != -100, labels, tokenizer.pad_token_id)
+        out = moverscore.compute(predictions=tokenizer.batch_decode(preds, skip_special_tokens=True),
+                                 references=tokenizer.batch_decode(labels, skip_special_tokens=True),
+                                 idf=False)
+        return {"moverscore": out["score"]}
+
+    assert compute_metrics((preds, labels)) == {"moverscore": 1.0}
