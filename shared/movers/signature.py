@@ -10,12 +10,22 @@ import functools
 from importlib import metadata
 from typing import Sequence
 
-__all__ = ["format_signature", "library_versions", "format_float"]
+__all__ = ["format_signature", "library_versions", "format_float", "nrefs_label"]
 
 
 def format_float(x: float) -> str:
     """Floats in signatures use ``format(x, "g")`` so that 0.1 reads ``0.1`` and 1e-9 reads ``1e-09``."""
     return format(float(x), "g")
+
+
+def nrefs_label(references: Sequence[Sequence[object]]) -> int | str:
+    """The ``nrefs`` field: references per segment, or ``"var"`` when the lists are ragged (sacreBLEU).
+
+    >>> nrefs_label([["a"], ["b"]]), nrefs_label([["a"], ["b", "c"]])
+    (1, 'var')
+    """
+    counts = {len(group) for group in references}
+    return counts.pop() if len(counts) == 1 else "var"
 
 
 def format_signature(name: str, fields: Sequence[tuple[str, object]]) -> str:

@@ -26,7 +26,7 @@ from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
 from .._validation import _describe, check_choice, check_number, check_predictions, normalise_references
 from ..result import Scores
-from ..signature import format_signature, library_versions
+from ..signature import format_signature, library_versions, nrefs_label
 
 __all__ = ["delta_bleu", "HIGHER_IS_BETTER", "VARIANTS", "TOKENIZERS"]
 
@@ -124,11 +124,10 @@ def delta_bleu(predictions: Sequence[str], references: Sequence[str] | Sequence[
                     [math.fsum(s[2][n] for s in stats) for n in range(max_ngram_order)],
                     [math.fsum(s[3][n] for s in stats) for n in range(max_ngram_order)], **options)
 
-    nrefs = {len(r) for r in refs}
     smooth_label = f"{smooth_method}[{smooth_value:.2f}]" if smooth_method in ("floor", "add-k") else smooth_method
     signature = format_signature("DeltaBLEU", [
         ("variant", variant),
-        ("nrefs", next(iter(nrefs)) if len(nrefs) == 1 else "var"),
+        ("nrefs", nrefs_label(refs)),
         ("w", "uniform" if reference_weights is None else "rated"),
         ("order", max_ngram_order),
         ("case", "lc" if lowercase else "mixed"),

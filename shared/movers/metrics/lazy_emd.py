@@ -38,7 +38,7 @@ from .._validation import check_choice, check_number, check_pairs
 from ..embedding import Encoder, TokenEmbeddings
 from ..idf import Idf, idf_from_ids
 from ..result import Scores
-from ..signature import format_float, format_signature, library_versions
+from ..signature import format_float, format_signature, library_versions, nrefs_label
 from ..transport import emd, unbalanced_sinkhorn_batch
 
 __all__ = ["lazy_emd", "lazy_emd_plot", "PRESETS", "DEFAULT_PRESET", "HIGHER_IS_BETTER", "MASK_THRESHOLD"]
@@ -184,10 +184,9 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     agg = min if reference_aggregation == "min" else (lambda xs: sum(xs) / len(xs))
     scores = [float(agg(d)) for d in per_reference]
     similarities = [1.0 - d for d in scores]
-    nrefs = {len(g) for g in refs}
     signature = format_signature("LazyEMD", [
         ("preset", preset),
-        ("nrefs", next(iter(nrefs)) if len(nrefs) == 1 else "var"),
+        ("nrefs", nrefs_label(refs)),
         ("agg", reference_aggregation),
         ("model", encoder.name),
         ("layer", encoder.layer_label),

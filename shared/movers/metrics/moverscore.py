@@ -41,7 +41,7 @@ from ..embedding import Encoder, TokenEmbeddings
 from ..filters import PUNCTUATION, is_subword, resolve_stopwords
 from ..idf import Idf, idf_from_ids
 from ..result import Scores
-from ..signature import format_signature, library_versions
+from ..signature import format_signature, library_versions, nrefs_label
 from ..transport import emd
 
 __all__ = ["moverscore", "PRESETS", "HIGHER_IS_BETTER", "DEFAULT_PRESET"]
@@ -173,10 +173,9 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
     agg_d = (lambda xs: sum(xs) / len(xs)) if reference_aggregation == "mean" else min
     scores = [float(agg(s)) for s in per_reference]
     distances = [float(agg_d(d)) for d in per_reference_d]
-    nrefs = {len(g) for g in refs}
     signature = format_signature("MoverScore", [
         ("preset", preset),
-        ("nrefs", next(iter(nrefs)) if len(nrefs) == 1 else "var"),
+        ("nrefs", nrefs_label(refs)),
         ("agg", reference_aggregation),
         ("model", encoder.name),
         ("layer", encoder.layer_label),

@@ -48,7 +48,7 @@ from ..filters import resolve_stopwords
 from ..result import Scores
 from ..sentences import (SEGMENTERS, TOKENIZERS, kept_words, segmenter_label, split_sentences,
                          tokenize_words, tokenizer_label)
-from ..signature import format_signature, library_versions
+from ..signature import format_signature, library_versions, nrefs_label
 from ..static_vectors import STATIC_VECTORS, load_static_vectors
 from ..transport import emd
 
@@ -194,9 +194,8 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
     else:
         scores = [float(np.mean(s)) for s in per_reference]
         distances = [float(np.mean(d)) for d in per_reference_d]
-    nrefs = {len(g) for g in refs}
     signature = format_signature(_NAMES[variant], [
-        ("nrefs", next(iter(nrefs)) if len(nrefs) == 1 else "var"),
+        ("nrefs", nrefs_label(refs)),
         ("agg", reference_aggregation),
         *emb_fields,
         ("seg", "given" if segmented else segmenter_label(segmenter)),

@@ -36,7 +36,7 @@ from torch import Tensor
 from .._validation import check_choice, check_number, check_pairs
 from ..embedding import Encoder
 from ..result import Scores
-from ..signature import format_float, format_signature, library_versions
+from ..signature import format_float, format_signature, library_versions, nrefs_label
 
 __all__ = ["twmd", "TwmdCentering", "tempered_plans", "default_layer", "DEFAULT_TEMPERATURES", "PRESETS",
            "HIGHER_IS_BETTER"]
@@ -245,9 +245,8 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     recall = [agg([rec[k] for k in ks]) for ks in per_seg]
     f = [agg([f1[k] for k in ks]) for ks in per_seg]
 
-    nrefs = {len(g) for g in refs}
     fields: list[tuple[str, object]] = [
-        ("nrefs", next(iter(nrefs)) if len(nrefs) == 1 else "var"),
+        ("nrefs", nrefs_label(refs)),
         ("agg", reference_aggregation),
         ("preset", preset),
         ("model", encoder.name),
