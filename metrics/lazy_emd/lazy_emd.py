@@ -45,8 +45,10 @@ Args:
     layer (`int`): hidden_states index (0 = embeddings, -1 = last, the default).
     reference_aggregation (`str`): "min" (default: the closest reference) or "mean" over references.
     max_iter (`int`), tol (`float`): the solver's cap (200000) and stopping threshold (1e-6), as the original.
-    solver (`str`): "sinkhorn" (default, Lazy-EMD) or "emd": exact EMD with the same masses and cost, no
-        mask (the original's WMD baseline; the reg_* arguments are then unused).
+    solver (`str`): "sinkhorn" (default: Lazy-EMD by accelerated scaling iterations, the same optimum as
+        the original's in fewer iterations), "sinkhorn-plain" (the original's plain iterations and
+        iteration counts) or "emd": exact EMD with the same masses and cost, no mask (the original's
+        WMD baseline; the reg_* arguments are then unused).
     long_texts (`str`): "window" (default: sliding windows), "truncate" (as the original) or "error".
     return_matching (`bool`): also return the tokens and the plan P* of every pair (see `matching`).
     batch_size (`int`), device (`str`), verbose (`bool`): runtime only; never change a score.
