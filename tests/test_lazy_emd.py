@@ -533,3 +533,32 @@ def test_parity_with_the_original(fixture, kwargs, encoder):
         plain = lazy_emd(preds, refs, encoder=encoder, solver="sinkhorn-plain", **kwargs)
         assert plain.extra["iterations"] == original_iterations
         np.testing.assert_allclose(plain.scores, [r["score"] for r in records], atol=ATOL_MODEL, rtol=0)
+
+
+@pytest.mark.parametrize("accelerate,reg_a,reg_b", [(True, 0.23, 0.31), (True, 100.0, 100.0), (True, INF, 0.0),
+                                                    (False, 0.23, 0.31)])
+def test_torch_iterations_equal_the_numpy_iterations(accelerate, reg_a, reg_b):
+    """CPU tensors are solved in numpy; other devices run the same iterations in torch (POT backend).
+    CI has no GPU, so the torch path is run here on CPU tensors: same iteration counts, same scalings."""
+    from ot.backend import NumpyBackend, TorchBackend
+
+    from movers.transport import _log_mass, _uot_iterations
+
+    a, b, c, va, vb = _batch([_problem(60 + s, n, m) for s, (n, m) in enumerate([(7, 9), (12, 5), (4, 4)])])
+    results = []
+    for backend, convert in ((NumpyBackend(), lambda x: x.numpy()), (TorchBackend(), lambda x: x)):
+        state = {"log_u": torch.where(va, -va.sum(-1, keepdim=True).double().log(), -INF),
+                 "log_v": torch.where(vb, -vb.sum(-1, keepdim=True).double().log(), -INF),
+                 "iterations": torch.zeros(3, dtype=torch.long),
+                 "errors": torch.full((3,), INF, dtype=torch.float64)}
+        state = {k: convert(x) for k, x in state.items()}
+        inputs = {k: convert(x) for k, x in
+                  dict(log_a=_log_mass(a), log_b=_log_mass(b), scaled=c / 0.009, valid_a=va, valid_b=vb).items()}
+        with np.errstate(all="ignore"):
+            _uot_iterations(backend, state, **inputs, reg=0.009, reg_a=reg_a, reg_b=reg_b, max_iter=200_000,
+                            tol=1e-6, check_every=10, accelerate=accelerate)
+        results.append({k: np.asarray(x) for k, x in state.items()})
+    numpy_run, torch_run = results
+    np.testing.assert_array_equal(numpy_run["iterations"], torch_run["iterations"])
+    np.testing.assert_allclose(torch_run["log_u"], numpy_run["log_u"], atol=1e-10, rtol=0)
+    np.testing.assert_allclose(torch_run["log_v"], numpy_run["log_v"], atol=1e-10, rtol=0)
