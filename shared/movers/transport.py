@@ -220,7 +220,8 @@ def unbalanced_sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float,
         "iterations": torch.zeros(n_batch, dtype=torch.long, device=cost.device),
         "errors": torch.full((n_batch,), torch.inf, dtype=cost.dtype, device=cost.device),
     }
-    inputs = {"log_a": _log_mass(a), "log_b": _log_mass(b), "scaled": cost / reg,  # C / ε = -log K
+    scaled = cost / reg  # C / ε = -log K
+    inputs = {"log_a": _log_mass(a), "log_b": _log_mass(b), "scaled": scaled,
               "valid_a": valid_a, "valid_b": valid_b}
     on_cpu = cost.device.type == "cpu"
     if on_cpu:  # numpy views of the same memory
@@ -233,7 +234,7 @@ def unbalanced_sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float,
     if on_cpu:
         state = {k: torch.from_numpy(x) for k, x in state.items()}
     log_u, log_v, iterations, errors = state["log_u"], state["log_v"], state["iterations"], state["errors"]
-    plan = torch.nan_to_num((log_u.unsqueeze(2) + log_v.unsqueeze(1) - cost / reg).exp(), nan=0.0)
+    plan = torch.nan_to_num((log_u.unsqueeze(2) + log_v.unsqueeze(1) - scaled).exp(), nan=0.0)
     converged_each = errors <= tol
     if not bool(converged_each.all()):
         bad = torch.nonzero(~converged_each).flatten().tolist()
