@@ -51,7 +51,30 @@ def test_emd_identity_symmetry_and_empty_side():
     y = rng.normal(size=(4, 3))
     dxy = np.linalg.norm(x[:, None] - y[None], axis=-1)
     assert emd(w, np.full(4, 0.25), dxy).cost == pytest.approx(emd(np.full(4, 0.25), w, dxy.T).cost, abs=1e-12)
-    assert emd(np.zeros(5), w, d).cost == 0.0
+
+
+def test_emd_takes_numpy_or_torch_and_returns_the_same_type():
+    """POT's backend convention: torch in -> torch out (float64, same device), same numbers as numpy."""
+    rng = np.random.default_rng(6)
+    a, b, cost = rng.random(4), rng.random(6), rng.random((4, 6))
+    a, b = a / a.sum(), b / b.sum()
+    np_out = emd(a, b, cost)
+    t_out = emd(*(torch.from_numpy(x) for x in (a, b, cost)))
+    assert isinstance(np_out.plan, np.ndarray) and isinstance(t_out.plan, torch.Tensor)
+    assert isinstance(t_out.cost, torch.Tensor) and t_out.plan.dtype == torch.float64
+    np.testing.assert_allclose(t_out.plan.numpy(), np_out.plan, atol=1e-15, rtol=0)
+    assert float(t_out.cost) == float(np_out.cost)
+    assert np_out.converged and np_out.iterations == 0
+    assert emd(a, b, cost, return_plan=False).plan is None
+
+
+def test_emd_leaves_metric_rules_to_the_metrics():
+    """No renormalisation and no empty-side rule inside the solver: unequal or zero totals are errors."""
+    w = np.full(5, 0.2)
+    with pytest.raises(ValueError, match="same positive total"):
+        emd(np.zeros(5), w, np.ones((5, 5)))
+    with pytest.raises(ValueError, match="same positive total"):
+        emd(2 * w, w, np.ones((5, 5)))
 
 
 def test_emd_rejects_bad_input():

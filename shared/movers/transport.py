@@ -1,81 +1,93 @@
-"""Optimal-transport solvers shared by the metrics.
+"""Optimal-transport solvers shared by the metrics: one result type, numpy or torch in, same type out.
 
-* :func:`emd` — exact OT (network simplex, POT's C++ solver) in float64 on CPU; MoverScore, SMS, WMD.
-* :func:`sinkhorn_batch` — entropic OT, log domain, batched on torch ``[B, n, m]``; TWMD with more iterations.
-* :func:`unbalanced_sinkhorn_batch` — entropic OT with two KL-relaxed marginals, log domain, batched; Lazy-EMD.
+* :func:`emd` — exact OT (network simplex, POT's C++ solver, float64); MoverScore, SMS, WMD.
+* :func:`unbalanced_sinkhorn_batch` — entropic OT with two KL-relaxed marginals, log domain, batched
+  ``[B, n, m]``; Lazy-EMD.
+* :func:`pad`, :func:`buckets`, :func:`solve_ragged` — ragged problems (lists of ``[n_k, m_k]``) padded
+  and masked into size buckets of bounded memory, solved, and cut back: written once, here.
 
-Every POT argument that can change a result is passed explicitly (POT's defaults have changed across
-releases). Batched solvers take zero masses for padding and keep the inputs' device and dtype.
+The functions follow POT's backend convention (``ot.backend.get_backend``): numpy arrays in give numpy
+arrays out, torch tensors give torch tensors on the same device. Every POT argument that can change a
+result is passed explicitly (POT's defaults have changed across releases). Metric rules (renormalising
+masses, what an empty side scores) belong to the metrics, not here: the solvers take the problem as given.
+
+POT was checked for stock replacements: ``ot.batch.solve_batch`` is balanced entropic OT only, and
+``ot.unbalanced.sinkhorn_unbalanced_translation_invariant`` solves one problem at a time with another
+stopping rule; neither reproduces the Lazy-EMD original's iterations, so the unbalanced solver stays here
+(and is tested against POT's ``sinkhorn_unbalanced`` for its optimum).
 """
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import ot
 import torch
 from torch import Tensor
 
-__all__ = ["Transport", "BatchTransport", "UnbalancedBatchTransport", "emd", "sinkhorn_batch",
-           "unbalanced_sinkhorn_batch", "OVERRELAXATION"]
+__all__ = ["Transport", "emd", "unbalanced_sinkhorn_batch", "pad", "buckets", "solve_ragged",
+           "OVERRELAXATION"]
 
 
 @dataclass(frozen=True)
 class Transport:
-    """Optimal plan and its cost ``<plan, cost_matrix>`` for one problem (float64, CPU)."""
+    """The result of every solver: one problem (scalars, ``plan`` [n, m]) or a batch (``[B]`` fields,
+    ``plan`` [B, n, m]), in the input's array type.
 
-    cost: float
-    plan: np.ndarray  # [n, m]
+    ``cost`` is ``<plan, cost matrix>``; ``plan`` is None unless asked for; ``converged`` and
+    ``iterations`` report the solver's stopping (the exact solver always converges and reports 0
+    iterations); ``error`` is the last value of the stopping rule (0 for the exact solver).
+    """
 
-
-@dataclass(frozen=True)
-class BatchTransport:
-    """Plans for a batch of problems, their costs ``<P_b, C_b>``, and convergence diagnostics."""
-
-    cost: Tensor  # [B]
-    plan: Tensor  # [B, n, m]
-    n_iter: int
-    converged: bool
-    error: float  # last marginal/potential change measured
+    cost: Any
+    plan: Any | None
+    converged: Any
+    iterations: Any
+    error: Any = 0.0
 
 
-def emd(a: np.ndarray, b: np.ndarray, cost: np.ndarray, *, max_iter: int = 1_000_000) -> Transport:
+def emd(a, b, cost, *, max_iter: int = 1_000_000, return_plan: bool = True) -> Transport:
     """Exact optimal transport: ``min_P <P, cost>`` s.t. ``P 1 = a``, ``P^T 1 = b``, ``P >= 0``.
 
-    Runs POT's network simplex in float64. Masses are renormalised to sum to 1 on each side when both
-    sides are non-empty (as the originals do before calling their solvers).
+    Runs POT's network simplex in float64 on CPU and returns in the input's type (numpy or torch, on
+    the input's device, float64). The masses must have equal totals (to 1e-9 relative): renormalising
+    is the caller's rule.
 
     Args:
-        a, b: Non-negative masses, shapes [n] and [m].
-        cost: Ground cost, shape [n, m].
+        a, b: Non-negative masses, shapes [n] and [m], equal positive totals.
+        cost: Ground cost, shape [n, m], finite.
         max_iter: Simplex iteration cap; reaching it raises (POT only warns).
-    Returns:
-        A :class:`Transport`; an empty side (total mass 0) gives cost 0.0 and an all-zero plan, since
-        nothing is transported (the original MoverScore's behaviour for fully filtered texts).
+        return_plan: Keep the plan in the result (default) or only its cost.
     Raises:
-        ValueError: On a shape mismatch, negative or non-finite masses or costs.
+        ValueError: On a shape mismatch, negative, non-finite or unequal masses, or a non-finite cost.
         RuntimeError: If the solver stops before optimality.
     """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    cost = np.ascontiguousarray(cost, dtype=np.float64)
-    if a.ndim != 1 or b.ndim != 1 or cost.shape != (a.shape[0], b.shape[0]):
-        raise ValueError(f"emd: shapes must be a [n], b [m], cost [n, m], got {a.shape}, {b.shape}, {cost.shape}.")
-    if (a < 0).any() or (b < 0).any() or not (np.isfinite(a).all() and np.isfinite(b).all()):
+    nx = ot.backend.get_backend(a, b, cost)
+    a64, b64, c64 = (np.ascontiguousarray(nx.to_numpy(x), dtype=np.float64) for x in (a, b, cost))
+    if a64.ndim != 1 or b64.ndim != 1 or c64.shape != (a64.shape[0], b64.shape[0]):
+        raise ValueError(f"emd: shapes must be a [n], b [m], cost [n, m], got {a64.shape}, {b64.shape}, "
+                         f"{c64.shape}.")
+    if (a64 < 0).any() or (b64 < 0).any() or not (np.isfinite(a64).all() and np.isfinite(b64).all()):
         raise ValueError("emd: masses `a` and `b` must be finite and non-negative.")
-    if not np.isfinite(cost).all():
+    if not np.isfinite(c64).all():
         raise ValueError("emd: `cost` must be finite.")
-    sa, sb = a.sum(), b.sum()
-    if sa == 0 or sb == 0:
-        return Transport(cost=0.0, plan=np.zeros_like(cost))
-    a, b = a / sa, b / sb
-    # Marginals are ours and already normalised; POT's own check would only re-test float rounding.
-    plan, log = ot.emd(a, b, cost, numItermax=max_iter, log=True, center_dual=True, numThreads=1,
+    sa, sb = a64.sum(), b64.sum()
+    if not (sa > 0 and abs(sa - sb) <= 1e-9 * max(sa, sb)):
+        raise ValueError(f"emd: masses `a` and `b` must have the same positive total, got {sa!r} and {sb!r}; "
+                         f"renormalise them first.")
+    # The totals agree to rounding; POT's own marginal check would only re-test that.
+    plan, log = ot.emd(a64, b64 * (sa / sb), c64, numItermax=max_iter, log=True, center_dual=True, numThreads=1,
                        check_marginals=False)
     if log["warning"] is not None:
         raise RuntimeError(f"emd: solver stopped before optimality: {log['warning']}")
-    return Transport(cost=float((plan * cost).sum()), plan=plan)
+    value = float((plan * c64).sum())
+    if isinstance(cost, Tensor):
+        return Transport(cost=torch.tensor(value, dtype=torch.float64, device=cost.device),
+                         plan=torch.from_numpy(plan).to(cost.device) if return_plan else None,
+                         converged=True, iterations=0)
+    return Transport(cost=np.float64(value), plan=plan if return_plan else None, converged=True, iterations=0)
 
 
 def _log_mass(x: Tensor) -> Tensor:
@@ -83,65 +95,78 @@ def _log_mass(x: Tensor) -> Tensor:
     return torch.where(x > 0, x.clamp_min(torch.finfo(x.dtype).tiny).log(), torch.full_like(x, -torch.inf))
 
 
-def _lse(x: Tensor, dim: int) -> Tensor:
-    """logsumexp that returns -inf (not NaN) for all -inf slices."""
-    out = torch.logsumexp(x, dim=dim)
-    return torch.nan_to_num(out, nan=-torch.inf)
+# ------------------------------------------------------------------------------------ ragged problems
+
+def pad(items: Sequence[Tensor], *, value: float = 0.0) -> tuple[Tensor, Tensor]:
+    """Stack tensors of equal rank (``[n_k]``, ``[n_k, d]``, ``[n_k, m_k]``) into one ``[B, max n, ...]``
+    tensor, every dimension padded to its largest size with `value`, and a bool mask ``[B, max n]`` of
+    the real leading positions."""
+    shape = [max(x.shape[i] for x in items) for i in range(items[0].dim())]
+    first = items[0]
+    out = torch.full((len(items), *shape), value, dtype=first.dtype, device=first.device)
+    mask = torch.zeros(len(items), shape[0], dtype=torch.bool, device=first.device)
+    for k, x in enumerate(items):
+        out[(k, *(slice(0, n) for n in x.shape))] = x
+        mask[k, : x.shape[0]] = True
+    return out, mask
 
 
-def sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float, max_iter: int = 1000,
-                   tol: float = 1e-9) -> BatchTransport:
-    """Entropic OT ``min_P <P, C> + reg * KL(P | a b^T)`` in the log domain, batched.
+def buckets(shapes: Sequence[tuple[int, int]], *, budget: int, max_size: int | None = None,
+            waste: float = 2.0) -> Iterator[list[int]]:
+    """Group problems of shapes ``(n_k, m_k)`` into padded batches: sorted by size, each bucket at most
+    `budget` padded entries (``B * max n * max m``) and `max_size` problems, and no problem padded to
+    more than `waste` times its own size (+256 entries). Yields lists of problem indices; a problem
+    larger than the budget gets a bucket of its own."""
+    order = sorted(range(len(shapes)), key=lambda k: (shapes[k][0] * shapes[k][1], shapes[k]))
+    start = 0
+    while start < len(order):
+        stop, rows, cols = start, 0, 0
+        smallest = shapes[order[start]][0] * shapes[order[start]][1]
+        while stop < len(order):
+            n, m = shapes[order[stop]]
+            r, c = max(rows, n), max(cols, m)
+            count = stop - start + 1
+            if stop > start and (count * r * c > budget or r * c > waste * smallest + 256
+                                 or (max_size is not None and count > max_size)):
+                break
+            rows, cols, stop = r, c, stop + 1
+        yield order[start:stop]
+        start = stop
+
+
+def solve_ragged(solver: Callable[..., Transport], a: Sequence, b: Sequence, costs: Sequence, *,
+                 budget: int = 1 << 22, device: torch.device | str | None = None, **options: Any) -> list[Transport]:
+    """Solve problems of different sizes with a batched solver: bucketed by :func:`buckets`, padded with
+    zero mass (`valid_a`/`valid_b` masks mark the real rows and columns), solved, and cut back.
 
     Args:
-        a, b: Masses [B, n] and [B, m] (zeros for padding); each row is used as given (sum to 1 for OT).
-        cost: [B, n, m].
-        reg: Entropic regularisation (> 0). Small values are safe: all updates are log-sum-exps.
-        max_iter, tol: Stop when the max change of the potentials f, g falls below `tol`.
+        solver: A batched solver taking ``(a [B, n], b [B, m], cost [B, n, m], valid_a=, valid_b=, **options)``,
+            e.g. :func:`unbalanced_sinkhorn_batch`.
+        a, b, costs: Per problem masses [n_k], [m_k] and costs [n_k, m_k] (torch tensors, float64).
+        budget: Padded entries per solver call (bounds memory; never changes a number).
+        device: Where to solve (default: the inputs' device).
     Returns:
-        :class:`BatchTransport`; warns (never prints) if `max_iter` is reached first.
+        One :class:`Transport` per problem, in input order, on the CPU: scalar fields and ``plan`` [n_k, m_k].
     """
-    log_a, log_b = _log_mass(a), _log_mass(b)
-    f = torch.zeros_like(a)
-    g = torch.zeros_like(b)
-    # b=batch, n=rows (a side), m=columns (b side)
-    err, it = float("inf"), 0
-    for it in range(1, max_iter + 1):
-        # P = a b^T exp((f + g - C) / reg): rows sum to a when f = -reg lse_j((g_j - C_ij) / reg + log b_j).
-        f_new = -reg * _lse((g.unsqueeze(1) - cost) / reg + log_b.unsqueeze(1), dim=2)
-        g_new = -reg * _lse((f_new.unsqueeze(2) - cost) / reg + log_a.unsqueeze(2), dim=1)
-        err = _max_change(f, f_new, g, g_new)
-        f, g = f_new, g_new
-        if err < tol:
-            break
-    log_plan = (f.unsqueeze(2) + g.unsqueeze(1) - cost) / reg + log_a.unsqueeze(2) + log_b.unsqueeze(1)
-    plan = torch.nan_to_num(log_plan.exp(), nan=0.0)
-    converged = err < tol
-    if not converged:
-        warnings.warn(f"sinkhorn_batch: not converged after {max_iter} iterations (change {err:.2e} > tol "
-                      f"{tol:g}); increase `max_iter` or `reg`.", RuntimeWarning, stacklevel=2)
-    return BatchTransport(cost=(plan * cost).sum((1, 2)), plan=plan, n_iter=it, converged=converged, error=err)
+    out: list[Transport | None] = [None] * len(costs)
+    for chunk in buckets([tuple(costs[k].shape) for k in range(len(costs))], budget=budget):
+        cost_b, _ = pad([costs[k] for k in chunk])
+        a_b, valid_a = pad([a[k] for k in chunk])
+        b_b, valid_b = pad([b[k] for k in chunk])
+        if device is not None:
+            a_b, b_b, cost_b, valid_a, valid_b = (x.to(device) for x in (a_b, b_b, cost_b, valid_a, valid_b))
+        res = solver(a_b, b_b, cost_b, valid_a=valid_a, valid_b=valid_b, **options)
+        plan = None if res.plan is None else res.plan.cpu()
+        for row, k in enumerate(chunk):
+            n, m = costs[k].shape
+            out[k] = Transport(cost=float(res.cost[row]),
+                               plan=None if plan is None else plan[row, :n, :m].clone(),
+                               converged=bool(res.converged[row]), iterations=int(res.iterations[row]),
+                               error=float(res.error[row]))
+    return out  # type: ignore[return-value]
 
 
-def _max_change(f: Tensor, f_new: Tensor, g: Tensor, g_new: Tensor) -> float:
-    df = torch.nan_to_num((f_new - f).abs(), nan=0.0, posinf=0.0)
-    dg = torch.nan_to_num((g_new - g).abs(), nan=0.0, posinf=0.0)
-    return float(torch.maximum(df.amax(), dg.amax()))
-
-
-@dataclass(frozen=True)
-class UnbalancedBatchTransport(BatchTransport):
-    """:class:`BatchTransport` plus per-problem diagnostics (each problem stops on its own).
-
-    `n_iter`, `converged` and `error` summarise the batch (max, all, max); the tensors below are per problem.
-    """
-
-    iterations: Tensor  # [B] int64: iterations run by each problem
-    errors: Tensor  # [B]: last stopping-rule value of each problem
-    converged_each: Tensor  # [B] bool
-    log_u: Tensor  # [B, n]: log of the row scalings u (-inf on rows that get no mass)
-    log_v: Tensor  # [B, m]: log of the column scalings v
-
+# -------------------------------------------------------------------------------- unbalanced Sinkhorn
 
 OVERRELAXATION = 1.5
 """Over-relaxation factor ω of the accelerated unbalanced solver (plain scaling iterations: ω = 1)."""
@@ -150,10 +175,10 @@ _GROWTH = 2.0
 to the plain iterations."""
 
 
-def unbalanced_sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float, reg_a: float, reg_b: float,
+def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: float,
                               max_iter: int = 200_000, tol: float = 1e-6, check_every: int = 10,
-                              valid_a: Tensor | None = None, valid_b: Tensor | None = None,
-                              accelerate: bool = True) -> UnbalancedBatchTransport:
+                              valid_a=None, valid_b=None, accelerate: bool = True,
+                              return_plan: bool = True) -> Transport:
     """Entropic unbalanced OT with two KL marginal penalties, log domain, batched.
 
     ``min_P <P, C> + reg * sum(P log P - P) + reg_a * KL(P 1 | a) + reg_b * KL(P^T 1 | b)``, i.e. the
@@ -194,7 +219,7 @@ def unbalanced_sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float,
     other devices they run in torch. Both compute the same float64 operations.
 
     Args:
-        a, b: Non-negative masses [B, n] and [B, m].
+        a, b: Non-negative masses [B, n] and [B, m] (numpy or torch; the result has the same type).
         cost: [B, n, m], finite.
         reg: Entropic strength ε > 0. reg_a, reg_b: KL strengths λ in [0, inf].
         max_iter, tol, check_every: iteration cap, threshold and check period of the stopping rule.
@@ -202,12 +227,18 @@ def unbalanced_sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float,
             takes part. Default ``a > 0`` / ``b > 0``. A valid position with zero mass gets no mass
             when its λ > 0, and scaling 1 when its λ = 0 (as ``(0 / x)^0 = 1`` in the original).
         accelerate: Translation steps and over-relaxation (default), or the plain iterations.
+        return_plan: Keep ``P = diag(u) K diag(v)`` in the result (default).
     Returns:
-        :class:`UnbalancedBatchTransport` with ``P = diag(u) K diag(v)`` and ``cost = <P, C>``;
-        warns (never prints) if a problem hits `max_iter` first.
+        :class:`Transport` with ``[B]`` fields: ``cost = <P, C>``, ``converged``, ``iterations`` (each
+        problem's own count) and ``error`` (its last stopping-rule value); warns (never prints) if a
+        problem hits `max_iter` first.
     Raises:
         ValueError: On shape mismatches, negative or non-finite masses or costs, or bad parameters.
     """
+    as_numpy = isinstance(cost, np.ndarray)
+    if as_numpy:  # torch views of the same memory; converted back at the end
+        a, b, cost = (torch.from_numpy(np.asarray(x)) for x in (a, b, cost))
+        valid_a, valid_b = (None if v is None else torch.from_numpy(np.asarray(v)) for v in (valid_a, valid_b))
     _check_unbalanced(a, b, cost, reg, reg_a, reg_b, max_iter, tol, check_every)
     if not isinstance(accelerate, bool):
         raise TypeError(f"unbalanced_sinkhorn_batch: `accelerate` must be a bool, got {accelerate!r}.")
@@ -235,16 +266,18 @@ def unbalanced_sinkhorn_batch(a: Tensor, b: Tensor, cost: Tensor, *, reg: float,
         state = {k: torch.from_numpy(x) for k, x in state.items()}
     log_u, log_v, iterations, errors = state["log_u"], state["log_v"], state["iterations"], state["errors"]
     plan = torch.nan_to_num((log_u.unsqueeze(2) + log_v.unsqueeze(1) - scaled).exp(), nan=0.0)
-    converged_each = errors <= tol
-    if not bool(converged_each.all()):
-        bad = torch.nonzero(~converged_each).flatten().tolist()
+    converged = errors <= tol
+    if not bool(converged.all()):
+        bad = torch.nonzero(~converged).flatten().tolist()
         warnings.warn(f"unbalanced_sinkhorn_batch: problems {bad[:10]} not converged after {max_iter} "
                       f"iterations (change {float(errors.max()):.2e} > tol {tol:g}); increase `max_iter` "
                       f"or `reg`.", RuntimeWarning, stacklevel=2)
-    return UnbalancedBatchTransport(
-        cost=(plan * cost).sum((1, 2)), plan=plan, n_iter=int(iterations.max()) if n_batch else 0,
-        converged=bool(converged_each.all()), error=float(errors.max()) if n_batch else 0.0,
-        iterations=iterations, errors=errors, converged_each=converged_each, log_u=log_u, log_v=log_v)
+    out = Transport(cost=(plan * cost).sum((1, 2)), plan=plan if return_plan else None, converged=converged,
+                    iterations=iterations, error=errors)
+    if as_numpy:
+        out = Transport(*(None if x is None else x.numpy() for x in (out.cost, out.plan, out.converged,
+                                                                    out.iterations, out.error)))
+    return out
 
 
 def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, reg: float, reg_a: float,
