@@ -32,13 +32,13 @@ the two procedures.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import time
-import warnings
 
 import numpy as np
 import torch
+
+from . import quiet_offline
 
 __all__ = ["main", "original_sinkhorn", "OriginalReenactment"]
 
@@ -132,6 +132,7 @@ def _movers_phases(preds: list[str], refs: list[str], *, reg: float, reg_c: floa
     ``Encoder.embed`` of all texts, and the batched solver on the resulting cost matrices (also with
     the plain iterations when `plain`)."""
     from ..embedding import Encoder
+    from ..histogram import Histogram
     from ..metrics import lazy_emd as core
 
     encoder = Encoder(layer=layer)
@@ -141,16 +142,14 @@ def _movers_phases(preds: list[str], refs: list[str], *, reg: float, reg_c: floa
     start = time.perf_counter()
     emb = encoder.embed(preds + refs)
     encode = time.perf_counter() - start
+    sides = [Histogram(emb.tokens[k], core.lazy_emd_masses(emb.ids[k], emb.special[k], None), emb.vectors[k])
+             for k in range(len(emb))]
     n = len(preds)
-    unit = [core._unit(v) for v in emb.vectors]
-    costs = [(1.0 - unit[i] @ unit[n + i].T).clamp_(0.0, 2.0) for i in range(n)]
-    a = [core._masses(emb.ids[i], emb.special[i], None) for i in range(n)]
-    b = [core._masses(emb.ids[n + i], emb.special[n + i], None) for i in range(n)]
     times = {"encode": encode, "total": total}
-    for key, accelerate in (("transport", True), ("transport-plain", False))[:2 if plain else 1]:
-        start = time.perf_counter()
-        core._solve(costs, a, b, reg=reg, reg_a=reg_c, reg_b=reg_r, max_iter=200_000, tol=1e-6,
-                    device=encoder.device, accelerate=accelerate)
+    for key, solver in (("transport", "sinkhorn"), ("transport-plain", "sinkhorn-plain"))[:2 if plain else 1]:
+        start = time.perf_counter()  # the formula layer: cost matrices + batched solver + mask
+        core.lazy_emd_from_embeddings(sides[:n], sides[n:], reg=reg, reg_candidate=reg_c, reg_reference=reg_r,
+                                      solver=solver, device=encoder.device)
         times[key] = time.perf_counter() - start
     return times, out.scores
 
@@ -173,9 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    warnings.simplefilter("ignore", RuntimeWarning)
+    quiet_offline(category=RuntimeWarning)
 
     preds, refs = _pairs(args.data, args.pairs, args.seed)
     kw = dict(reg=args.reg, reg_c=args.reg_candidate, reg_r=args.reg_reference)

@@ -192,35 +192,32 @@ def _closest_length(hyp_len: int, ref_lens: list[int]) -> int:
     return min(ref_lens, key=lambda r: (abs(r - hyp_len), r))
 
 
-def _paper_segment(hyp: tuple[Counter, int], refs: list[tuple[Counter, int]], weights: list[float],
-                   order: int) -> tuple[int, int, list[float], list[float]]:
-    """Galley et al. (2015) §3: each n-gram takes its best per-reference weighted clipped count."""
+def _segment_statistics(hyp: tuple[Counter, int], refs: list[tuple[Counter, int]], weights: list[float],
+                        order: int, credit) -> tuple[int, int, list[float], list[float]]:
+    """Weighted BLEU statistics of one segment: every hypothesis n-gram adds ``max(w) * count`` to its
+    order's total and ``credit(count, [(count in ref, w) for each reference holding it])`` to its matches."""
     hyp_ngrams, hyp_len = hyp
     max_w = max(weights)
     correct, total = [0.0] * order, [0.0] * order
     for gram, count in hyp_ngrams.items():
         n = len(gram) - 1
         total[n] += max_w * count
-        credits = [w * min(count, ref[gram]) for (ref, _), w in zip(refs, weights) if gram in ref]
-        if credits:
-            correct[n] += max(credits)
-    return hyp_len, _closest_length(hyp_len, [length for _, length in refs]), correct, total
-
-
-def _galley_segment(hyp: tuple[Counter, int], refs: list[tuple[Counter, int]], weights: list[float],
-                    order: int) -> tuple[int, int, list[float], list[float]]:
-    """mgalley/sacreBLEU `weighted_ref_stats` + `corpus_bleu`: max weight times max-reference clipping."""
-    hyp_ngrams, hyp_len = hyp
-    max_w = max(weights)
-    correct, total = [0.0] * order, [0.0] * order
-    for gram, count in hyp_ngrams.items():
-        n = len(gram) - 1
         containing = [(ref[gram], w) for (ref, _), w in zip(refs, weights) if gram in ref]
         if containing:
-            match = min(count, max(k for k, _ in containing))
-            correct[n] += max(w for _, w in containing) * match
-        total[n] += max_w * count
+            correct[n] += credit(count, containing)
     return hyp_len, _closest_length(hyp_len, [length for _, length in refs]), correct, total
+
+
+def _paper_segment(hyp, refs, weights, order):
+    """Galley et al. (2015) §3: each n-gram takes its best per-reference weighted clipped count."""
+    return _segment_statistics(hyp, refs, weights, order,
+                               lambda count, containing: max(w * min(count, k) for k, w in containing))
+
+
+def _galley_segment(hyp, refs, weights, order):
+    """mgalley/sacreBLEU `weighted_ref_stats` + `corpus_bleu`: max weight times max-reference clipping."""
+    return _segment_statistics(hyp, refs, weights, order, lambda count, containing: (
+        max(w for _, w in containing) * min(count, max(k for k, _ in containing))))
 
 
 # ---------------------------------------------------------------- from statistics to a score

@@ -37,13 +37,17 @@ import numpy as np
 import torch
 
 from .._validation import check_choice, check_number, check_pairs
-from ..embedding import Encoder, TokenEmbeddings
+from ..embedding import Encoder, load_encoder
+from ..explanation import Explanation, plot_explanation
+from ..histogram import Alignment, Histogram, unit_rows
 from ..idf import Idf, idf_from_ids
+from ..references import ReferenceGroups
 from ..result import Scores
 from ..signature import format_float, format_signature, library_versions, nrefs_label
-from ..transport import emd, unbalanced_sinkhorn_batch
+from ..transport import emd, solve_ragged, unbalanced_sinkhorn_batch
 
-__all__ = ["lazy_emd", "lazy_emd_plot", "PRESETS", "DEFAULT_PRESET", "HIGHER_IS_BETTER", "MASK_THRESHOLD"]
+__all__ = ["lazy_emd", "lazy_emd_from_embeddings", "lazy_emd_masses", "LazyEmdPairs", "lazy_emd_plot", "PRESETS",
+           "DEFAULT_PRESET", "HIGHER_IS_BETTER", "MASK_THRESHOLD"]
 
 HIGHER_IS_BETTER = False
 """`scores` are distances (lower is better); `similarities` = 1 - distance are higher-is-better."""
@@ -69,14 +73,62 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+@dataclass(frozen=True)
+class LazyEmdPairs:
+    """Per (prediction, reference) pair: the Lazy-EMD ``distances`` ``<C, P*>`` (after the mask), the
+    solver's ``converged`` and ``iterations``, and (on request) the plans P* as scored."""
+
+    distances: list[float]
+    converged: list[bool]
+    iterations: list[int]
+    plans: list[np.ndarray] | None = None
+    costs: list[np.ndarray] | None = None
+
+
+def lazy_emd_from_embeddings(predictions: Sequence[Histogram], references: Sequence[Histogram], *,
+                             reg: float = 0.009, reg_candidate: float = 0.23, reg_reference: float = 0.31,
+                             mask: float | None = MASK_THRESHOLD,
+                             solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = "sinkhorn",
+                             max_iter: int = 200_000, tol: float = 1e-6, device: torch.device | str | None = None,
+                             return_plans: bool = False) -> LazyEmdPairs:
+    """The formula, for aligned pairs ``(predictions[k], references[k])`` of token histograms.
+
+    With unit vectors x̂ (prediction, rows, masses μ) and ŷ (reference, columns, masses ν) and
+    ``C = clamp(1 - x̂ ŷᵀ, 0, 2)``, the plan P* minimises ``<C, P> + ε Σ P (log P - 1) + λc KL(P1 | μ)
+    + λr KL(Pᵀ1 | ν)`` (batched log-domain scaling iterations; "sinkhorn-plain": the original's plain
+    iterations; "emd": the exact balanced plan, the original's WMD baseline), plan entries with
+    ``C >= mask`` are zeroed (the original's post-solve mask; None: none), and the distance is ``<C, P*>``.
+    """
+    costs = [(1.0 - unit_rows(torch.as_tensor(h.points, dtype=torch.float64))
+              @ unit_rows(torch.as_tensor(r.points, dtype=torch.float64)).T).clamp_(0.0, 2.0)
+             for h, r in zip(predictions, references)]
+    a = [torch.as_tensor(h.mass, dtype=torch.float64) for h in predictions]
+    b = [torch.as_tensor(r.mass, dtype=torch.float64) for r in references]
+    if solver == "emd":
+        solved = [emd(a_k, b_k, c) for a_k, b_k, c in zip(a, b, costs)]
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # reported once, per segment, by the caller
+            solved = solve_ragged(unbalanced_sinkhorn_batch, a, b, costs, budget=_SOLVER_BUDGET, device=device,
+                                  reg=reg, reg_a=reg_candidate, reg_b=reg_reference, max_iter=max_iter, tol=tol,
+                                  accelerate=solver == "sinkhorn")
+    plans = [t.plan if mask is None else t.plan * (c < mask) for t, c in zip(solved, costs)]
+    return LazyEmdPairs(distances=[float((p * c).sum()) for p, c in zip(plans, costs)],
+                        converged=[bool(t.converged) for t in solved],
+                        iterations=[int(t.iterations) for t in solved],
+                        plans=[p.numpy() for p in plans] if return_plans else None,
+                        costs=[c.numpy() for c in costs] if return_plans else None)
+
+
 def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
              reg: float = 0.009, reg_candidate: float = 0.23, reg_reference: float = 0.31,
              preset: str = DEFAULT_PRESET, mask: MaskSpec = None, idf: IdfSpec = False,
              model: str | None = None, layer: int = -1,
              reference_aggregation: Literal["min", "mean"] = "min", max_iter: int = 200_000,
              tol: float = 1e-6, solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = "sinkhorn",
-             long_texts: Literal["window", "truncate", "error"] = "window", return_matching: bool = False, batch_size: int = 64, device: str | None = None,
-             verbose: bool = False, encoder: Encoder | None = None) -> Scores:
+             long_texts: Literal["window", "truncate", "error"] = "window", return_matching: bool = False,
+             batch_size: int = 64, device: str | None = None, verbose: bool = False, encoder: Encoder | None = None,
+             return_plans: bool = False) -> Scores:
     """Lazy-EMD distance of each prediction to its reference(s), and the similarity ``1 - distance``.
 
     Args:
@@ -109,6 +161,8 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
             P* as scored (mask applied), for :func:`lazy_emd_plot`.
         batch_size, device, verbose: Runtime only; never change a score.
         encoder: A ready :class:`Encoder` (overrides `model`, `layer`, `device`, `long_texts`).
+        return_plans: Add ``extra["alignments"]``: per segment and reference, a
+            :class:`~movers.explain.Explanation` (tokens, masses, cost, the plan P* as scored, distance).
     Returns:
         :class:`~movers.result.Scores`: ``scores`` = distances (lower is better), ``score`` their mean,
         ``extra``: ``similarities`` (``1 - distance``, higher is better, 1 for identical texts) and
@@ -137,60 +191,43 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     check_number(name, "tol", tol, low=0.0, low_open=True)
     if not isinstance(idf, (bool, Idf)):
         raise TypeError(f"{name}: `idf` must be a bool or an Idf table, got {type(idf).__name__}.")
-    if not isinstance(return_matching, bool):
-        raise TypeError(f"{name}: `return_matching` must be a bool, got {type(return_matching).__name__}.")
+    for arg, value in (("return_matching", return_matching), ("return_plans", return_plans)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name}: `{arg}` must be a bool, got {type(value).__name__}.")
     if encoder is None:
         check_number(name, "layer", layer, integer=True)
-        encoder = Encoder(model, layer=layer, device=device, long_texts=long_texts)
+        encoder = load_encoder(model, layer=layer, device=device, long_texts=long_texts)
     elif model is not None:
         raise ValueError(f"{name}: pass either `encoder` or `model`, not both.")
 
-    flat_refs = [r for group in refs for r in group]
-    emb = encoder.embed(preds + flat_refs, batch_size=batch_size, verbose=verbose)
-    hyp = _slice(emb, 0, len(preds))
-    ref = _slice(emb, len(preds), len(emb.ids))
-    table, idf_label = _resolve_idf(name, idf, ref.ids)
-    pair_hyp = [i for i, group in enumerate(refs) for _ in group]  # prediction index of each pair
-
-    hyp_mass = [_masses(hyp.ids[i], hyp.special[i], table) for i in range(len(preds))]
-    ref_mass = [_masses(ref.ids[k], ref.special[k], table) for k in range(len(flat_refs))]
-    hyp_unit = [_unit(v) for v in hyp.vectors]
-    ref_unit = [_unit(v) for v in ref.vectors]
-    costs = [(1.0 - hyp_unit[i] @ ref_unit[k].T).clamp_(0.0, 2.0) for k, i in enumerate(pair_hyp)]
-    if solver == "emd":
-        solved = _solve_exact(costs, [hyp_mass[i] for i in pair_hyp], ref_mass)
-    else:
-        solved = _solve(costs, [hyp_mass[i] for i in pair_hyp], ref_mass, reg=reg, reg_a=reg_candidate,
-                        reg_b=reg_reference, max_iter=max_iter, tol=tol, device=encoder.device,
-                        accelerate=solver == "sinkhorn")
-
-    distances, converged, iterations, plans = [], [], [], []
-    for k, (plan, cost) in enumerate(zip(solved["plans"], costs)):
-        if threshold is not None:
-            plan = plan * (cost < threshold)
-        distances.append(float((plan * cost).sum()))
-        plans.append(plan)
-    not_converged = [pair_hyp[k] for k in range(len(costs)) if not solved["converged"][k]]
+    groups = ReferenceGroups.of(refs)
+    emb = encoder.embed(preds + groups.flat, batch_size=batch_size, verbose=verbose)
+    hyp, ref = emb.select(0, len(preds)), emb.select(len(preds), len(emb))
+    table, idf_label = _resolve_idf(name, idf, ref.ids, encoder.name)
+    hyp_sides = [Histogram(hyp.tokens[i], lazy_emd_masses(hyp.ids[i], hyp.special[i], table), hyp.vectors[i])
+                 for i in range(len(preds))]
+    ref_sides = [Histogram(ref.tokens[k], lazy_emd_masses(ref.ids[k], ref.special[k], table), ref.vectors[k])
+                 for k in range(len(groups.flat))]
+    keep = return_plans or return_matching
+    pairs = lazy_emd_from_embeddings([hyp_sides[i] for i in groups.owner], ref_sides, reg=reg,
+                                     reg_candidate=reg_candidate, reg_reference=reg_reference, mask=threshold,
+                                     solver=solver, max_iter=max_iter, tol=tol, device=encoder.device,
+                                     return_plans=keep)
+    not_converged = sorted({groups.owner[k] for k, ok in enumerate(pairs.converged) if not ok})
     if not_converged:
-        warnings.warn(f"{name}: segments {sorted(set(not_converged))[:10]} did not converge within "
+        warnings.warn(f"{name}: segments {not_converged[:10]} did not converge within "
                       f"max_iter={max_iter} iterations (tol {tol:g}); their scores are the last iterate. "
                       f"Increase `max_iter` or `reg`, or use larger `reg_candidate`/`reg_reference`.",
                       RuntimeWarning, stacklevel=2)
-
-    per_reference: list[list[float]] = []
-    matching: list[list[dict[str, Any]]] = []
-    k = 0
-    for i, group in enumerate(refs):
-        ks = range(k, k + len(group))
-        per_reference.append([distances[j] for j in ks])
-        converged.append(all(solved["converged"][j] for j in ks))
-        iterations.append(max(solved["iterations"][j] for j in ks))
-        if return_matching:
-            matching.append([{"prediction_tokens": hyp.tokens[i], "reference_tokens": ref.tokens[j],
-                              "weights": plans[j].tolist(), "distance": distances[j]} for j in ks])
-        k += len(group)
-    agg = min if reference_aggregation == "min" else (lambda xs: sum(xs) / len(xs))
-    scores = [float(agg(d)) for d in per_reference]
+    scores = groups.aggregate(pairs.distances, reference_aggregation)
+    converged = [all(c) for c in groups.split(pairs.converged)]
+    iterations = [max(it) for it in groups.split(pairs.iterations)]
+    alignments = []
+    if keep:
+        for k, i in enumerate(groups.owner):
+            pair = Alignment(score=pairs.distances[k], distance=pairs.distances[k], cost=pairs.costs[k],
+                             plan=pairs.plans[k])
+            alignments.append(Explanation.of(name, hyp_sides[i], ref_sides[k], pair, cost_label="1 - cos"))
     similarities = [1.0 - d for d in scores]
     signature = format_signature("LazyEMD", [
         ("preset", preset),
@@ -208,10 +245,14 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     ])
     extra: dict[str, Any] = {"similarity": float(np.mean(similarities)), "similarities": similarities,
                              "converged": converged, "iterations": iterations}
-    if any(len(g) > 1 for g in refs):
-        extra["per_reference"] = per_reference
+    if groups.multiple:
+        extra["per_reference"] = groups.split(pairs.distances)
     if return_matching:
-        extra["matching"] = matching
+        extra["matching"] = groups.split([{"prediction_tokens": e.prediction_labels, "reference_tokens":
+                                           e.reference_labels, "weights": e.plan.tolist(), "distance": e.distance}
+                                          for e in alignments])
+    if return_plans:
+        extra["alignments"] = groups.split(alignments)
     return Scores(score=float(np.mean(scores)), scores=scores, signature=signature, extra=extra)
 
 
@@ -234,7 +275,7 @@ def _resolve_mask(name: str, mask: MaskSpec, preset: Preset) -> float | None:
     return float(mask)
 
 
-def _resolve_idf(name: str, idf: IdfSpec, ref_ids: list[list[int]]) -> tuple[Idf | None, str]:
+def _resolve_idf(name: str, idf: IdfSpec, ref_ids: list[list[int]], tokenizer: str) -> tuple[Idf | None, str]:
     """(table, signature label); None = uniform masses."""
     if idf is False:
         return None, "uniform"
@@ -243,21 +284,12 @@ def _resolve_idf(name: str, idf: IdfSpec, ref_ids: list[list[int]]) -> tuple[Idf
             warnings.warn(f"{name}: idf=True computes IDF from the references of this call; with a single "
                           f"reference every token gets weight 0 (uniform masses are used instead). Pass "
                           f"idf=False or a fitted movers.Idf table.", RuntimeWarning, stacklevel=3)
-        return idf_from_ids(ref_ids), "idf-call"
+        return idf_from_ids(ref_ids, tokenizer=tokenizer), "idf-call"
+    idf.check(name, tokenizer)
     return idf, f"idf-{idf.label}"
 
 
-def _slice(e: TokenEmbeddings, start: int, stop: int) -> TokenEmbeddings:
-    return TokenEmbeddings(e.tokens[start:stop], e.ids[start:stop], e.special[start:stop], e.vectors[start:stop])
-
-
-def _unit(vectors: torch.Tensor) -> torch.Tensor:
-    """float64 unit vectors, so that a token's cost to itself is 0 up to 1e-16 (the original: float32)."""
-    x = vectors.to(torch.float64)
-    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-300)
-
-
-def _masses(ids: list[int], special: list[bool], table: Idf | None) -> torch.Tensor:
+def lazy_emd_masses(ids: list[int], special: list[bool], table: Idf | None) -> torch.Tensor:
     """Masses summing to 1 over the real tokens, 0 on special tokens (which stay as rows/columns).
 
     Uniform: 1/(L-2) each, the rounding remainder on the last real token (the original's
@@ -278,96 +310,23 @@ def _masses(ids: list[int], special: list[bool], table: Idf | None) -> torch.Ten
     return torch.from_numpy(out)
 
 
-def _solve(costs: list[torch.Tensor], a: list[torch.Tensor], b: list[torch.Tensor], *, reg: float,
-           reg_a: float, reg_b: float, max_iter: int, tol: float, device: torch.device,
-           accelerate: bool = True) -> dict[str, list]:
-    """Solve many problems of different sizes: sorted by size, padded into chunks of bounded memory."""
-    order = sorted(range(len(costs)), key=lambda k: (costs[k].shape[0] * costs[k].shape[1], costs[k].shape))
-    plans: list[torch.Tensor | None] = [None] * len(costs)
-    conv: list[bool] = [True] * len(costs)
-    iters: list[int] = [0] * len(costs)
-    start = 0
-    while start < len(order):
-        stop, rows, cols = start, 0, 0
-        smallest = costs[order[start]].numel()
-        while stop < len(order):
-            n, m = costs[order[stop]].shape
-            r, c = max(rows, n), max(cols, m)
-            # Bounded memory, and at most ~2x padding waste (problems are sorted by size).
-            if stop > start and ((stop - start + 1) * r * c > _SOLVER_BUDGET or r * c > 2 * smallest + 256):
-                break
-            rows, cols, stop = r, c, stop + 1
-        chunk = order[start:stop]
-        size = len(chunk)
-        cost_b = torch.zeros(size, rows, cols, dtype=torch.float64)
-        a_b = torch.zeros(size, rows, dtype=torch.float64)
-        b_b = torch.zeros(size, cols, dtype=torch.float64)
-        valid_a = torch.zeros(size, rows, dtype=torch.bool)
-        valid_b = torch.zeros(size, cols, dtype=torch.bool)
-        for row, k in enumerate(chunk):
-            n, m = costs[k].shape
-            cost_b[row, :n, :m] = costs[k]
-            a_b[row, :n], b_b[row, :m] = a[k], b[k]
-            valid_a[row, :n], valid_b[row, :m] = True, True
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # reported once, per segment, by the caller
-            out = unbalanced_sinkhorn_batch(
-                a_b.to(device), b_b.to(device), cost_b.to(device), reg=reg, reg_a=reg_a, reg_b=reg_b,
-                max_iter=max_iter, tol=tol, valid_a=valid_a.to(device), valid_b=valid_b.to(device),
-                accelerate=accelerate)
-        plan = out.plan.cpu()
-        for row, k in enumerate(chunk):
-            n, m = costs[k].shape
-            plans[k] = plan[row, :n, :m].clone()
-            conv[k] = bool(out.converged_each[row])
-            iters[k] = int(out.iterations[row])
-        start = stop
-    return {"plans": plans, "converged": conv, "iterations": iters}
+def lazy_emd_plot(matching: Explanation | dict[str, Any], *, ax: Any = None, specials: bool = False,
+                  annotate: bool = True, title: str | None = None) -> Any:
+    """Draw one matching as a heat map of the plan P*: :func:`~movers.explain.plot_explanation` of an
+    entry of ``extra["alignments"][i]`` (or of an ``extra["matching"][i]`` dict).
 
-
-def _solve_exact(costs: list[torch.Tensor], a: list[torch.Tensor], b: list[torch.Tensor]) -> dict[str, list]:
-    """Exact EMD per pair (the original's ``_wmd`` baseline: ``ot.emd`` on the same masses and cost)."""
-    plans = [torch.from_numpy(emd(a_k.numpy(), b_k.numpy(), c.numpy()).plan) for c, a_k, b_k in zip(costs, a, b)]
-    return {"plans": plans, "converged": [True] * len(costs), "iterations": [0] * len(costs)}
-
-
-def lazy_emd_plot(matching: dict[str, Any], *, ax: Any = None, specials: bool = False, annotate: bool = True,
-                  title: str | None = None) -> Any:
-    """Draw one matching (an entry of ``extra["matching"][i]``) as a heat map of the plan P*.
-
-    Rows are prediction tokens, columns reference tokens; cell (i, j) is the mass moved from token i
-    to token j. Needs matplotlib (imported here only). Returns the matplotlib Axes.
-
-    Args:
-        matching: ``{"prediction_tokens", "reference_tokens", "weights", "distance"}`` as returned.
-        ax: Axes to draw on (default: a new figure sized to the tokens).
-        specials: Keep the [CLS]/[SEP] rows and columns (default: hide them; they carry no mass unless
-            a marginal strength is 0).
-        annotate: Write each weight (x100) in its cell.
+    Rows are prediction tokens, columns reference tokens; cell (i, j) is the share of the moved mass
+    that goes from token i to token j. Tokens without mass that receive none ([CLS]/[SEP] unless a
+    marginal strength is 0) are hidden unless `specials`. Returns the matplotlib Axes.
     """
-    import matplotlib.pyplot as plt
-
-    weights = np.asarray(matching["weights"], dtype=np.float64)
-    rows, cols = list(matching["prediction_tokens"]), list(matching["reference_tokens"])
-    if not specials:
-        keep_r = [i for i in range(len(rows)) if i not in (0, len(rows) - 1)] or list(range(len(rows)))
-        keep_c = [j for j in range(len(cols)) if j not in (0, len(cols) - 1)] or list(range(len(cols)))
-        weights = weights[np.ix_(keep_r, keep_c)]
-        rows, cols = [rows[i] for i in keep_r], [cols[j] for j in keep_c]
-    if ax is None:
-        _, ax = plt.subplots(figsize=(1.0 + 0.55 * len(cols), 0.8 + 0.45 * len(rows)))
-    ax.imshow(weights, cmap="Blues", vmin=0.0, vmax=max(float(weights.max()), 1e-12))
-    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=9)
-    ax.set_yticks(range(len(rows)), rows, fontsize=9)
-    ax.set_xlabel("reference tokens")
-    ax.set_ylabel("prediction tokens")
-    if annotate:
-        top = float(weights.max()) or 1.0
-        for i in range(weights.shape[0]):
-            for j in range(weights.shape[1]):
-                if weights[i, j] >= 0.005:
-                    ax.text(j, i, f"{100 * weights[i, j]:.0f}", ha="center", va="center", fontsize=7,
-                            color="white" if weights[i, j] > 0.6 * top else "black")
-    ax.set_title(title if title is not None else f"Lazy-EMD plan P* (distance {matching['distance']:.4f})",
-                 fontsize=10)
-    return ax
+    if isinstance(matching, dict):
+        plan = np.asarray(matching["weights"], dtype=np.float64)
+        n, m = plan.shape
+        matching = Explanation(metric="lazy_emd", prediction_labels=list(matching["prediction_tokens"]),
+                               reference_labels=list(matching["reference_tokens"]),
+                               prediction_mass=plan.sum(1), reference_mass=plan.sum(0), cost=np.zeros_like(plan),
+                               plan=plan, score=matching["distance"], distance=matching["distance"],
+                               cost_label="1 - cos")
+    return plot_explanation(matching, ax=ax, annotate=annotate, hide_massless=not specials,
+                            title=title if title is not None else
+                            f"Lazy-EMD plan P* (distance {matching.distance:.4f})")

@@ -37,14 +37,18 @@ import torch
 from scipy.spatial.distance import cdist
 
 from .._validation import check_choice, check_number, check_pairs
-from ..embedding import Encoder, TokenEmbeddings
+from ..embedding import Encoder, load_encoder
+from ..explanation import Explanation
 from ..filters import PUNCTUATION, is_subword, resolve_stopwords
+from ..histogram import Alignment, Histogram, unit_rows
 from ..idf import Idf, idf_from_ids
+from ..references import ReferenceGroups
 from ..result import Scores
 from ..signature import format_signature, library_versions, nrefs_label
 from ..transport import emd
 
-__all__ = ["moverscore", "PRESETS", "HIGHER_IS_BETTER", "DEFAULT_PRESET"]
+__all__ = ["moverscore", "moverscore_from_embeddings", "moverscore_histogram", "PRESETS", "HIGHER_IS_BETTER",
+           "DEFAULT_PRESET"]
 
 HIGHER_IS_BETTER = True
 DEFAULT_PRESET = "github"
@@ -78,6 +82,54 @@ _TRANSFORMS = {
 }
 
 
+def moverscore_from_embeddings(prediction: Histogram, reference: Histogram, *, cost: Cost = "euclidean",
+                               transform: Transform = "1/(1+d)", return_plan: bool = False) -> Alignment:
+    """The formula: MoverScore of one pair from its weighted unit vectors.
+
+    ``d = min_P <P, C>`` over plans with marginals ``m_h / |m_h|`` (rows, prediction) and
+    ``m_r / |m_r|`` (columns, reference), ``C_ij`` = ``||h_i - r_j||`` ("euclidean"), its square
+    ("sqeuclidean") or ``1 - cos`` ("cosine"), computed in float64 as direct differences (exactly 0 for
+    identical vectors, so a text scores the maximum against itself); the score is ``transform(d)``.
+    A side with no mass: both empty -> d = 0 (nothing to transport, the original's result); one empty
+    -> d = the largest cost (2 or 4), ``Alignment.empty`` set.
+    """
+    m_h, x_h = np.asarray(prediction.mass, dtype=np.float64), np.asarray(prediction.points, dtype=np.float64)
+    m_r, x_r = np.asarray(reference.mass, dtype=np.float64), np.asarray(reference.points, dtype=np.float64)
+    sq = cdist(x_h, x_r, "sqeuclidean")
+    c = np.sqrt(sq) if cost == "euclidean" else sq if cost == "sqeuclidean" else 0.5 * sq  # 1-cos = |x-y|^2/2
+    if len(m_h) == 0 or len(m_r) == 0:
+        d = 0.0 if len(m_h) == len(m_r) else _COST_MAX[cost]  # one side empty: all mass pays the largest cost
+        return Alignment(score=_TRANSFORMS[transform](d), distance=d, cost=c if return_plan else None,
+                         plan=np.zeros_like(c) if return_plan else None, empty=True)
+    solved = emd(m_h / m_h.sum(), m_r / m_r.sum(), c, return_plan=return_plan)
+    d = float(solved.cost)
+    return Alignment(score=_TRANSFORMS[transform](d), distance=d, cost=c if return_plan else None, plan=solved.plan)
+
+
+def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors, weights: np.ndarray, *,
+                         n_gram: int = 1, remove_subwords: bool = True, remove_punctuation: bool = True,
+                         stops: frozenset[str] = frozenset()) -> Histogram:
+    """One text's histogram: kept tokens (or n-grams of kept tokens) with positive weight, unit vectors.
+
+    Special tokens are always kept; WordPiece continuation pieces, single ASCII punctuation tokens and
+    `stops` are dropped as asked. An n-gram is a window of n consecutive kept positions (stride 1; one
+    window if fewer are kept, as v1) with the summed weight and the weight-averaged vector.
+    """
+    keep = [p for p, tok in enumerate(tokens)
+            if special[p] or not ((remove_subwords and is_subword(tok, p, tokens))
+                                  or (remove_punctuation and tok in PUNCTUATION) or tok in stops)]
+    vecs = vectors.to(torch.float64).numpy() if isinstance(vectors, torch.Tensor) else np.asarray(vectors, np.float64)
+    if n_gram == 1:
+        wins = [[p] for p in keep]
+    else:
+        wins = [keep[s:s + n_gram] for s in range(max(1, len(keep) - n_gram + 1))] if keep else []
+    mass = np.array([weights[w].sum() for w in wins], dtype=np.float64)
+    points = np.stack([(weights[w, None] * vecs[w]).sum(0) for w in wins]) if wins else vecs[:0]
+    labels = [" ".join(tokens[p] for p in w) for w in wins]
+    positive = np.flatnonzero(mass > 0)
+    return Histogram([labels[k] for k in positive], mass[positive], unit_rows(points[positive]))
+
+
 def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
                preset: str = DEFAULT_PRESET, model: str | None = None,
                layer: int | Sequence[int] | None = None, n_gram: int | None = None,
@@ -87,7 +139,7 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
                reference_aggregation: Literal["mean", "max"] = "mean",
                long_texts: Literal["window", "truncate", "error"] = "window",
                batch_size: int = 64, device: str | None = None, verbose: bool = False,
-               encoder: Encoder | None = None) -> Scores:
+               encoder: Encoder | None = None, return_plans: bool = False) -> Scores:
     """MoverScore of each prediction against its reference(s).
 
     Args:
@@ -108,6 +160,8 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
             or "error".
         batch_size, device, verbose: Runtime only; never change a score.
         encoder: A ready :class:`Encoder` (overrides `model`, `layer`, `device`, `long_texts`).
+        return_plans: Add ``extra["alignments"]``: per segment and reference, a
+            :class:`~movers.explain.Explanation` (tokens, masses, cost matrix, plan, score).
     Returns:
         :class:`~movers.result.Scores`: ``score`` (mean of segments), ``scores`` (input order),
         ``signature``; ``extra["distances"]`` (the EMD per segment, aggregated like the scores) and,
@@ -130,49 +184,46 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
         raise TypeError(f"{name}: `idf` must be a bool, an Idf table or a pair of Idf tables, got {type(idf).__name__}.")
     stops, stop_label = resolve_stopwords(stop_words)
     if encoder is None:
-        encoder = Encoder(model, layer=base.layer if layer is None else layer, device=device,
-                          long_texts=long_texts)
+        encoder = load_encoder(model, layer=base.layer if layer is None else layer, device=device,
+                               long_texts=long_texts)
     elif model is not None or layer is not None:
         raise ValueError(f"{name}: pass either `encoder` or `model`/`layer`, not both.")
 
-    flat_refs = [r for group in refs for r in group]
-    idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, flat_refs, preds)
+    groups = ReferenceGroups.of(refs)
+    idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, groups.flat, preds)
 
-    def side(e: TokenEmbeddings, i: int, table: Idf | None):
-        return _histogram(e.tokens[i], e.special[i], e.vectors[i], e.ids[i], table, n_gram=n_gram,
-                          remove_subwords=remove_subwords, remove_punctuation=remove_punctuation, stops=stops)
+    def side(emb, i: int, table: Idf | None) -> Histogram:
+        weights = np.ones(len(emb.ids[i])) if table is None else np.asarray(table.lookup(emb.ids[i]), np.float64)
+        return moverscore_histogram(emb.tokens[i], emb.special[i], emb.vectors[i], weights, n_gram=n_gram,
+                                    remove_subwords=remove_subwords, remove_punctuation=remove_punctuation,
+                                    stops=stops)
 
-    per_reference: list[list[float]] = []
-    per_reference_d: list[list[float]] = []
-    empty: list[int] = []
+    pairs: list[Alignment] = []
+    alignments: list[Explanation] = []
     # Bounded memory: embed and score CHUNK segments at a time (IDF above already covers the whole call).
     for start in range(0, len(preds), CHUNK):
         chunk_preds, chunk_refs = preds[start:start + CHUNK], refs[start:start + CHUNK]
-        chunk_flat = [r for group in chunk_refs for r in group]
-        emb = encoder.embed(chunk_preds + chunk_flat, batch_size=batch_size, verbose=verbose)
-        hyp_emb = _slice(emb, 0, len(chunk_preds))
-        ref_emb = _slice(emb, len(chunk_preds), len(emb.ids))
-        k = 0
-        for i, group in enumerate(chunk_refs):
-            hyp_side = side(hyp_emb, i, idf_hyp)
-            scores_i, dists_i = [], []
-            for _ in group:
-                d, was_empty = _distance(side(ref_emb, k, idf_ref), hyp_side, cost)
-                if was_empty:
-                    empty.append(start + i)
-                dists_i.append(d)
-                scores_i.append(_TRANSFORMS[transform](d))
-                k += 1
-            per_reference.append(scores_i)
-            per_reference_d.append(dists_i)
+        chunk = ReferenceGroups.of(chunk_refs)
+        emb = encoder.embed(chunk_preds + chunk.flat, batch_size=batch_size, verbose=verbose)
+        hyp_emb, ref_emb = emb.select(0, len(chunk_preds)), emb.select(len(chunk_preds), len(emb))
+        hyp_sides = [side(hyp_emb, i, idf_hyp) for i in range(len(chunk_preds))]
+        for k, i in enumerate(chunk.owner):
+            ref_side = side(ref_emb, k, idf_ref)
+            pair = moverscore_from_embeddings(hyp_sides[i], ref_side, cost=cost, transform=transform,
+                                              return_plan=return_plans)
+            pairs.append(pair)
+            if return_plans:
+                alignments.append(Explanation.of(name, hyp_sides[i], ref_side, pair, cost_label=cost))
+    empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
     if empty:
-        warnings.warn(f"{name}: segments {sorted(set(empty))[:10]} have a side with no weighted token (all "
+        warnings.warn(f"{name}: segments {empty[:10]} have a side with no weighted token (all "
                       f"filtered, or idf 0); see the card's 'Empty histograms' for the score used.",
                       RuntimeWarning, stacklevel=2)
-    agg = (lambda xs: sum(xs) / len(xs)) if reference_aggregation == "mean" else max
-    agg_d = (lambda xs: sum(xs) / len(xs)) if reference_aggregation == "mean" else min
-    scores = [float(agg(s)) for s in per_reference]
-    distances = [float(agg_d(d)) for d in per_reference_d]
+    per_reference = groups.split([pair.score for pair in pairs])
+    scores = groups.aggregate([pair.score for pair in pairs], reference_aggregation)
+    # The distance of the reference the score came from: mean of distances, or the smallest one.
+    distances = groups.aggregate([pair.distance for pair in pairs], "mean" if reference_aggregation == "mean"
+                                 else "min")
     signature = format_signature("MoverScore", [
         ("preset", preset),
         ("nrefs", nrefs_label(refs)),
@@ -190,14 +241,12 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
         ("ot", "emd"),
         *library_versions("transformers", "torch", "pot"),
     ])
-    extra = {"distances": distances}
-    if any(len(g) > 1 for g in refs):
+    extra: dict = {"distances": distances}
+    if groups.multiple:
         extra["per_reference"] = per_reference
+    if return_plans:
+        extra["alignments"] = groups.split(alignments)
     return Scores(score=float(np.mean(scores)), scores=scores, signature=signature, extra=extra)
-
-
-def _slice(e: TokenEmbeddings, start: int, stop: int) -> TokenEmbeddings:
-    return TokenEmbeddings(e.tokens[start:stop], e.ids[start:stop], e.special[start:stop], e.vectors[start:stop])
 
 
 def _resolve_idf(name: str, idf: IdfSpec, encoder: Encoder, refs: list[str],
@@ -210,46 +259,14 @@ def _resolve_idf(name: str, idf: IdfSpec, encoder: Encoder, refs: list[str],
             warnings.warn(f"{name}: idf=True computes IDF from the texts of this call; with a single text "
                           f"every token gets weight 0. Pass idf=False or a fitted movers.Idf table.",
                           RuntimeWarning, stacklevel=3)
-        return idf_from_ids(encoder.token_ids(refs)), idf_from_ids(encoder.token_ids(preds)), "call"
+        return (idf_from_ids(encoder.token_ids(refs), tokenizer=encoder.name),
+                idf_from_ids(encoder.token_ids(preds), tokenizer=encoder.name), "call")
+    tables = (idf, idf) if isinstance(idf, Idf) else idf
+    for table in tables:
+        table.check(name, encoder.name)
     if isinstance(idf, Idf):
         return idf, idf, idf.label
     return idf[0], idf[1], f"{idf[0].label}+{idf[1].label}"
-
-
-def _histogram(tokens: list[str], special: list[bool], vectors: torch.Tensor, ids: list[int],
-               table: Idf | None, *, n_gram: int, remove_subwords: bool, remove_punctuation: bool,
-               stops: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(masses [k], unit vectors [k, d]) of the kept tokens or n-grams with positive mass, float64."""
-    weights = np.ones(len(ids)) if table is None else np.asarray(table.lookup(ids), dtype=np.float64)
-    keep = [p for p, tok in enumerate(tokens)
-            if special[p] or not ((remove_subwords and is_subword(tok, p, tokens))
-                                  or (remove_punctuation and tok in PUNCTUATION) or tok in stops)]
-    vecs = vectors.to(torch.float64).numpy()
-    if n_gram == 1:
-        mass, points = weights[keep], vecs[keep]
-    else:
-        # Windows of n consecutive *kept* positions (stride 1); fewer than n kept -> one window (v1).
-        wins = [keep[s:s + n_gram] for s in range(max(1, len(keep) - n_gram + 1))]
-        mass = np.array([weights[w].sum() for w in wins])
-        points = np.stack([(weights[w, None] * vecs[w]).sum(0) for w in wins]) if wins and keep else vecs[:0]
-    positive = mass > 0
-    mass, points = mass[positive], points[positive]
-    norms = np.linalg.norm(points, axis=1, keepdims=True)
-    return mass, points / np.maximum(norms, 1e-300)
-
-
-def _distance(ref: tuple[np.ndarray, np.ndarray], hyp: tuple[np.ndarray, np.ndarray],
-              cost: Cost) -> tuple[float, bool]:
-    """EMD between two histograms of unit vectors; (distance, a side was empty)."""
-    (m_r, x_r), (m_h, x_h) = ref, hyp
-    if len(m_r) == 0 and len(m_h) == 0:
-        return 0.0, True  # nothing to transport (the original's result)
-    if len(m_r) == 0 or len(m_h) == 0:
-        return _COST_MAX[cost], True  # all mass pays the largest possible cost (EMD-hat's penalty)
-    # Direct differences (not sqrt(2 - 2cos)): exactly 0 for identical vectors, so self-scores are maximal.
-    sq = cdist(x_r, x_h, "sqeuclidean")
-    c = np.sqrt(sq) if cost == "euclidean" else sq if cost == "sqeuclidean" else 0.5 * sq  # 1-cos = |x-y|^2/2
-    return emd(m_r, m_h, c).cost, False
 
 
 _COST_MAX = {"euclidean": 2.0, "sqeuclidean": 4.0, "cosine": 2.0}

@@ -43,8 +43,11 @@ import torch
 from scipy.spatial.distance import cdist
 
 from .._validation import check_choice, check_number, check_predictions, normalise_references
-from ..embedding import DEFAULT_MODEL, Encoder
+from ..embedding import Encoder, load_encoder
+from ..explanation import Explanation
 from ..filters import resolve_stopwords
+from ..histogram import Alignment, Histogram
+from ..references import ReferenceGroups
 from ..result import Scores
 from ..sentences import (SEGMENTERS, TOKENIZERS, kept_words, segmenter_label, split_sentences,
                          tokenize_words, tokenizer_label)
@@ -52,7 +55,7 @@ from ..signature import format_signature, library_versions, nrefs_label
 from ..static_vectors import STATIC_VECTORS, load_static_vectors
 from ..transport import emd
 
-__all__ = ["sms", "wms", "s_wms", "HIGHER_IS_BETTER", "VARIANTS", "DEFAULT_EMBEDDING"]
+__all__ = ["sms", "wms", "s_wms", "sms_from_embeddings", "HIGHER_IS_BETTER", "VARIANTS", "DEFAULT_EMBEDDING"]
 
 HIGHER_IS_BETTER = True
 VARIANTS = ("sms", "wms", "s+wms")
@@ -67,20 +70,37 @@ _BLOCK_SENTENCES = 4096
 
 
 @dataclass(frozen=True)
-class _Histogram:
-    """One document: word points and sentence points, masses and float64 vectors."""
+class _Document:
+    """One document's two histograms: its kept words (mass = count) and its sentences (mass = number of
+    kept words; vector = the mean of their vectors)."""
 
-    word_mass: np.ndarray  # [w]
-    word_vecs: np.ndarray  # [w, d]
-    sent_mass: np.ndarray  # [s]
-    sent_vecs: np.ndarray  # [s, d]
+    words: Histogram
+    sentences: Histogram
 
-    def points(self, variant: str) -> tuple[np.ndarray, np.ndarray]:
+    def points(self, variant: str) -> Histogram:
         if variant == "wms":
-            return self.word_mass, self.word_vecs
+            return self.words
         if variant == "sms":
-            return self.sent_mass, self.sent_vecs
-        return np.concatenate([self.word_mass, self.sent_mass]), np.concatenate([self.word_vecs, self.sent_vecs])
+            return self.sentences
+        w, s = self.words, self.sentences
+        return Histogram(w.labels + s.labels, np.concatenate([w.mass, s.mass]), np.concatenate([w.points, s.points]))
+
+
+def sms_from_embeddings(prediction: Histogram, reference: Histogram, *, return_plan: bool = False) -> Alignment:
+    """The formula: ``d = min_P <P, C>`` with marginals ``m_h / |m_h|`` (rows, prediction) and
+    ``m_r / |m_r|`` (columns, reference), ``C_ij = ||x_i - y_j||_2`` between the unnormalised vectors,
+    exact (float64); the score is ``exp(-d)``. A document with no point: both empty -> d = 0, score 1
+    (nothing to transport); one empty -> d = inf, score 0 (``Alignment.empty`` set)."""
+    m_h, x_h = np.asarray(prediction.mass, np.float64), np.asarray(prediction.points, np.float64)
+    m_r, x_r = np.asarray(reference.mass, np.float64), np.asarray(reference.points, np.float64)
+    c = cdist(x_h, x_r, "euclidean") if len(m_h) and len(m_r) else np.zeros((len(m_h), len(m_r)))
+    if len(m_h) == 0 or len(m_r) == 0:
+        d = 0.0 if len(m_h) == len(m_r) else math.inf
+        return Alignment(score=math.exp(-d), distance=d, cost=c if return_plan else None,
+                         plan=np.zeros_like(c) if return_plan else None, empty=True)
+    solved = emd(m_h / m_h.sum(), m_r / m_r.sum(), c, return_plan=return_plan)
+    d = float(solved.cost)
+    return Alignment(score=math.exp(-d), distance=d, cost=c if return_plan else None, plan=solved.plan)
 
 
 def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequence[Sequence[Document]], *,
@@ -89,7 +109,7 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
         stop_words: bool | str | Sequence[str] | None = "en",
         reference_aggregation: Literal["max", "mean"] = "max",
         long_texts: Literal["window", "truncate", "error"] = "window", batch_size: int = 64,
-        device: str | None = None, verbose: bool = False) -> Scores:
+        device: str | None = None, verbose: bool = False, return_plans: bool = False) -> Scores:
     """Sentence Mover's Similarity of each prediction against its reference(s).
 
     Args:
@@ -111,6 +131,8 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
         long_texts: Contextual only: sentences over the model window are embedded with sliding
             windows ("window"), truncated ("truncate", as the original) or rejected ("error").
         batch_size, device, verbose: Runtime only; never change a score.
+        return_plans: Add ``extra["alignments"]``: per segment and reference, a
+            :class:`~movers.explain.Explanation` (words and/or sentences, masses, costs, plan, score).
     Returns:
         :class:`~movers.result.Scores`: ``score`` (mean of `scores`), ``scores`` = exp(-distance) per
         segment in input order, ``extra["distances"]`` (EMD per segment, min or mean over references
@@ -143,9 +165,11 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
     stops, stop_label = resolve_stopwords(stop_words)
 
     # Each unique document -> its sentences as token lists (cheap; cached for the whole call).
-    docs = [_key(d) for d in preds] + [_key(d) for group in refs for d in group]
+    groups = ReferenceGroups.of(refs)
+    pred_keys = [_key(d) for d in preds]
+    ref_keys = [_key(d) for d in groups.flat]
     tokens: dict[Any, list[list[str]]] = {}
-    for key in dict.fromkeys(docs):
+    for key in dict.fromkeys(pred_keys + ref_keys):
         sentences = list(key[1]) if key[0] == "given" else split_sentences(key[1], segmenter)
         tokens[key] = tokenize_words(sentences, tokenizer)
 
@@ -155,45 +179,35 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
         emb_fields: list[tuple[str, object]] = [("emb", vectors.name)]
         versions = library_versions("pot")
     else:
-        encoder = Encoder(embedding, layer=-1 if layer is None else layer, device=device, long_texts=long_texts)
+        encoder = load_encoder(embedding, layer=-1 if layer is None else layer, device=device, long_texts=long_texts)
         emb_fields = [("emb", encoder.name), ("layer", encoder.layer_label), ("long", long_texts)]
         versions = library_versions("transformers", "torch", "pot")
 
-    pred_keys = docs[: len(preds)]
-    ref_keys: list[list[Any]] = []
-    k = len(preds)
-    for group in refs:
-        ref_keys.append(docs[k:k + len(group)])
-        k += len(group)
-
-    per_reference: list[list[float]] = []
-    per_reference_d: list[list[float]] = []
-    empty: list[int] = []
-    for block in _blocks(pred_keys, ref_keys, tokens):
-        needed = list(dict.fromkeys([pred_keys[i] for i in block] + [r for i in block for r in ref_keys[i]]))
+    pairs: list[Alignment] = []
+    alignments: list[Explanation] = []
+    for block in _blocks(pred_keys, groups, ref_keys, tokens):
+        needed = list(dict.fromkeys([pred_keys[i] for i in block]
+                                    + [ref_keys[k] for k, i in enumerate(groups.owner) if i in block]))
         if static:
-            hist = {key: _static_histogram(tokens[key], vectors, stops) for key in needed}
+            docs = {key: _static_document(tokens[key], vectors, stops) for key in needed}
         else:
-            hist = _contextual_histograms(needed, tokens, encoder, stops, batch_size=batch_size, verbose=verbose)
-        for i in block:
-            dists = []
-            for r in ref_keys[i]:
-                d, was_empty = _distance(hist[r], hist[pred_keys[i]], variant)
-                if was_empty:
-                    empty.append(i)
-                dists.append(d)
-            per_reference_d.append(dists)
-            per_reference.append([math.exp(-d) for d in dists])
+            docs = _contextual_documents(needed, tokens, encoder, stops, batch_size=batch_size, verbose=verbose)
+        members = set(block)
+        for k, i in enumerate(groups.owner):
+            if i not in members:
+                continue
+            hyp, ref = docs[pred_keys[i]].points(variant), docs[ref_keys[k]].points(variant)
+            pair = sms_from_embeddings(hyp, ref, return_plan=return_plans)
+            pairs.append(pair)
+            if return_plans:
+                alignments.append(Explanation.of(name, hyp, ref, pair, cost_label="euclidean"))
+    empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
     if empty:
-        warnings.warn(f"{name}: segments {sorted(set(empty))[:10]} have a document with no kept word (no "
+        warnings.warn(f"{name}: segments {empty[:10]} have a document with no kept word (no "
                       f"alphabetic non-stop-word token): score 1.0 if both sides are empty, else 0.0 "
                       f"(distance inf).", RuntimeWarning, stacklevel=2)
-    if reference_aggregation == "max":
-        scores = [max(s) for s in per_reference]
-        distances = [min(d) for d in per_reference_d]
-    else:
-        scores = [float(np.mean(s)) for s in per_reference]
-        distances = [float(np.mean(d)) for d in per_reference_d]
+    scores = groups.aggregate([p.score for p in pairs], reference_aggregation)
+    distances = groups.aggregate([p.distance for p in pairs], "min" if reference_aggregation == "max" else "mean")
     signature = format_signature(_NAMES[variant], [
         ("nrefs", nrefs_label(refs)),
         ("agg", reference_aggregation),
@@ -207,8 +221,10 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
         *versions,
     ])
     extra: dict[str, Any] = {"distances": distances}
-    if any(len(g) > 1 for g in refs):
-        extra["per_reference"] = per_reference
+    if groups.multiple:
+        extra["per_reference"] = groups.split([p.score for p in pairs])
+    if return_plans:
+        extra["alignments"] = groups.split(alignments)
     return Scores(score=float(np.mean(scores)), scores=scores, signature=signature, extra=extra)
 
 
@@ -224,7 +240,7 @@ def s_wms(predictions: Sequence[Document], references: Sequence[Document] | Sequ
           stop_words: bool | str | Sequence[str] | None = "en",
           reference_aggregation: Literal["max", "mean"] = "max",
           long_texts: Literal["window", "truncate", "error"] = "window", batch_size: int = 64,
-          device: str | None = None, verbose: bool = False) -> Scores:
+          device: str | None = None, verbose: bool = False, return_plans: bool = False) -> Scores:
     """Sentence and Word Mover's Similarity: :func:`sms` with ``variant="s+wms"``.
 
     Words (mass = count) and sentences (mass = number of words) share one histogram, so each side's
@@ -233,7 +249,8 @@ def s_wms(predictions: Sequence[Document], references: Sequence[Document] | Sequ
     """
     return sms(predictions, references, variant="s+wms", embedding=embedding, layer=layer, segmenter=segmenter,
                tokenizer=tokenizer, stop_words=stop_words, reference_aggregation=reference_aggregation,
-               long_texts=long_texts, batch_size=batch_size, device=device, verbose=verbose)
+               long_texts=long_texts, batch_size=batch_size, device=device, verbose=verbose,
+               return_plans=return_plans)
 
 
 # --------------------------------------------------------------------------------------------- inputs
@@ -294,18 +311,19 @@ def _short(value: Any) -> str:
     return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
-def _blocks(pred_keys: list, ref_keys: list[list], tokens: dict) -> Iterator[list[int]]:
+def _blocks(pred_keys: list, groups: ReferenceGroups, ref_keys: list, tokens: dict) -> Iterator[list[int]]:
     """Consecutive segments whose documents hold at most ~_BLOCK_SENTENCES sentences (at least one segment)."""
+    refs_of = groups.split(ref_keys)
     block: list[int] = []
     seen: set = set()
     count = 0
     for i, key in enumerate(pred_keys):
-        new = [k for k in dict.fromkeys([key, *ref_keys[i]]) if k not in seen]
+        new = [k for k in dict.fromkeys([key, *refs_of[i]]) if k not in seen]
         extra = sum(len(tokens[k]) for k in new)
         if block and count + extra > _BLOCK_SENTENCES:
             yield block
             block, seen, count = [], set(), 0
-            new = list(dict.fromkeys([key, *ref_keys[i]]))
+            new = list(dict.fromkeys([key, *refs_of[i]]))
             extra = sum(len(tokens[k]) for k in new)
         block.append(i)
         seen.update(new)
@@ -316,7 +334,7 @@ def _blocks(pred_keys: list, ref_keys: list[list], tokens: dict) -> Iterator[lis
 
 # ----------------------------------------------------------------------------------------- histograms
 
-def _static_histogram(sentences: list[list[str]], vectors, stops: frozenset[str]) -> _Histogram:
+def _static_document(sentences: list[list[str]], vectors, stops: frozenset[str]) -> _Document:
     """Static vectors: identical lower-cased words are one point (mass = count); OOV -> zero vector."""
     words = [[s[p].lower() for p in kept_words(s, stops)] for s in sentences]
     words = [w for w in words if w]
@@ -328,11 +346,13 @@ def _static_histogram(sentences: list[list[str]], vectors, stops: frozenset[str]
         for w in s:
             counts[index[w]] += 1
     sent_vecs = np.stack([vecs[[index[w] for w in s]].mean(0) for s in words]) if words else vecs[:0]
-    return _Histogram(counts, vecs, np.array([len(s) for s in words], dtype=np.float64), sent_vecs)
+    return _Document(Histogram(distinct, counts, vecs),
+                     Histogram([" ".join(s) for s in words], np.array([len(s) for s in words], dtype=np.float64),
+                               sent_vecs))
 
 
-def _contextual_histograms(keys: list, tokens: dict, encoder: Encoder, stops: frozenset[str], *,
-                           batch_size: int, verbose: bool) -> dict:
+def _contextual_documents(keys: list, tokens: dict, encoder: Encoder, stops: frozenset[str], *,
+                          batch_size: int, verbose: bool) -> dict:
     """Contextual vectors: each kept occurrence is a point (mass 1) = mean of its wordpieces' vectors,
     from one forward pass per sentence (the spaCy tokens joined by spaces)."""
     sentences = list(dict.fromkeys(" ".join(s) for key in keys for s in tokens[key]))
@@ -369,26 +389,19 @@ def _contextual_histograms(keys: list, tokens: dict, encoder: Encoder, stops: fr
     out = {}
     dim = next(iter(word_vectors.values())).shape[1] if word_vectors else 0
     for key in keys:
-        word_vecs, sent_vecs, sent_mass = [], [], []
+        labels, word_vecs, sent_labels, sent_vecs, sent_mass = [], [], [], [], []
         for s in tokens[key]:
             keep = kept_words(s, stops)
             if not keep:
                 continue
             v = word_vectors[" ".join(s)][keep]
+            labels += [s[p] for p in keep]
             word_vecs.append(v)
+            sent_labels.append(" ".join(s[p] for p in keep))
             sent_vecs.append(v.mean(0))
             sent_mass.append(float(len(keep)))
         wv = np.concatenate(word_vecs) if word_vecs else np.zeros((0, dim))
         sv = np.stack(sent_vecs) if sent_vecs else np.zeros((0, dim))
-        out[key] = _Histogram(np.ones(wv.shape[0]), wv, np.array(sent_mass), sv)
+        out[key] = _Document(Histogram(labels, np.ones(wv.shape[0]), wv),
+                             Histogram(sent_labels, np.array(sent_mass), sv))
     return out
-
-
-def _distance(ref: _Histogram, hyp: _Histogram, variant: str) -> tuple[float, bool]:
-    """EMD with Euclidean cost between two histograms; (distance, a side had no point)."""
-    (m_r, x_r), (m_h, x_h) = ref.points(variant), hyp.points(variant)
-    if len(m_r) == 0 and len(m_h) == 0:
-        return 0.0, True
-    if len(m_r) == 0 or len(m_h) == 0:
-        return math.inf, True
-    return emd(m_r, m_h, cdist(x_r, x_h, "euclidean")).cost, False

@@ -22,24 +22,28 @@ consecutive pairs (the original, batch dependent), over the whole call, a fitted
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 import warnings
-from dataclasses import dataclass, field
-from typing import Literal, Sequence, Union
+from dataclasses import dataclass
+from typing import Literal, Sequence
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from .._validation import check_choice, check_number, check_pairs
-from ..embedding import Encoder
+from ..centering import CENTERINGS, Centering, CenteringSpec, centring_means
+from ..embedding import Encoder, load_encoder
+from ..explanation import Explanation
+from ..histogram import Alignment, Histogram, unit_rows
+from ..references import ReferenceGroups
 from ..result import Scores
 from ..signature import format_float, format_signature, library_versions, nrefs_label
+from ..transport import buckets, pad
 
-__all__ = ["twmd", "TwmdCentering", "tempered_plans", "default_layer", "DEFAULT_TEMPERATURES", "PRESETS",
-           "HIGHER_IS_BETTER"]
+__all__ = ["twmd", "twmd_from_embeddings", "TwmdPairs", "TwmdCentering", "tempered_plans", "default_layer",
+           "DEFAULT_TEMPERATURES", "PRESETS", "HIGHER_IS_BETTER"]
 
 HIGHER_IS_BETTER = True
 VARIANTS = ("twmd", "trwmd")
@@ -48,34 +52,12 @@ PRESETS = {"wmt": True, "sts": False}
 use_CLS=True), run_STS.py drops it; the trailing one ([SEP], </s>) is dropped by both."""
 DEFAULT_TEMPERATURES = {("twmd", True): 0.1, ("twmd", False): 0.02, ("trwmd", True): 0.15, ("trwmd", False): 0.02}
 """(variant, centred) -> T: the paper's and the original's defaults (batch_center_eval.py)."""
-CENTERINGS = ("batch", "corpus", "none")
-Centering = Union[Literal["batch", "corpus", "none"], "TwmdCentering"]
-
 
 @dataclass(frozen=True, eq=False)
-class TwmdCentering:
-    """Fixed centring means fitted on a corpus: scores no longer depend on which pairs share a call.
-
-    ``prediction_mean`` / ``reference_mean``: float64 [d], the token means of the kept tokens of the
-    fitted predictions and references (as the original's batch means, over the whole corpus).
-    ``model``, ``layer``, ``preset`` record what they were fitted with; :func:`twmd` refuses a mismatch.
+class TwmdCentering(Centering):
+    """A :class:`~movers.centering.Centering` fitted with the tokens :func:`twmd` keeps (the original's
+    batch means, over a whole corpus); :func:`twmd` refuses one fitted with another model, layer or preset.
     """
-
-    prediction_mean: Tensor
-    reference_mean: Tensor
-    model: str
-    layer: str
-    preset: str
-    n_tokens: tuple[int, int] = field(default=(0, 0))
-
-    @property
-    def label(self) -> str:
-        """Signature text ``fitted[<sha8>]``: a hash of the two means (float64 bytes) and their provenance."""
-        h = hashlib.sha256()
-        for mean in (self.prediction_mean, self.reference_mean):
-            h.update(mean.detach().to("cpu", torch.float64).contiguous().numpy().tobytes())
-        h.update(f"{self.model}|{self.layer}|{self.preset}".encode())
-        return f"fitted[{h.hexdigest()[:8]}]"
 
     @classmethod
     def fit(cls, predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
@@ -90,8 +72,8 @@ class TwmdCentering:
         preds, refs = check_pairs(name, predictions, references)
         check_choice(name, "preset", preset, list(PRESETS))
         encoder = _resolve_encoder(name, model, layer, device, long_texts, encoder)
-        flat = [r for group in refs for r in group]
-        cand, ref = _kept_vectors(encoder, preds, flat, PRESETS[preset], batch_size, verbose)
+        cand, ref, _, _ = _kept_vectors(encoder, preds, ReferenceGroups.of(refs).flat, PRESETS[preset], batch_size,
+                                        verbose)
         return cls(prediction_mean=torch.cat(cand).mean(0), reference_mean=torch.cat(ref).mean(0),
                    model=encoder.name, layer=encoder.layer_label, preset=preset,
                    n_tokens=(sum(len(x) for x in cand), sum(len(x) for x in ref)))
@@ -146,14 +128,85 @@ def _log_normalise(x: Tensor, dim: int) -> Tensor:
     return x - torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
 
 
+@dataclass(frozen=True)
+class TwmdPairs:
+    """Per (prediction, reference) pair: self-normalised ``precision`` (candidate side), ``recall``
+    (reference side) and ``f1``; ``degenerate`` lists the pairs whose self-similarity was not positive
+    (values set to 0); ``alignments`` (on request): score F, cost ``1 - S``, plan = the candidate-side
+    alignment of the pair."""
+
+    precision: list[float]
+    recall: list[float]
+    f1: list[float]
+    degenerate: list[int]
+    alignments: list[Alignment] | None = None
+
+
+@torch.inference_mode()
+def twmd_from_embeddings(predictions: Sequence[Tensor], references: Sequence[Tensor], *, temperature: float,
+                         variant: Literal["twmd", "trwmd"] = "twmd", iterations: int = 1,
+                         relaxed: Literal["expectation", "logsumexp"] = "expectation",
+                         prediction_means: Sequence[Tensor] | None = None,
+                         reference_means: Sequence[Tensor] | None = None, batch_size: int = 64,
+                         device: torch.device | str | None = None, return_plans: bool = False) -> TwmdPairs:
+    """The formula, for aligned pairs ``(predictions[k], references[k])`` of token vectors [n, d], [m, d].
+
+    Each side is centred (``x - μ`` with the given per-pair means; none by default) and scaled to unit
+    length; with ``S = X Yᵀ`` the candidate side ``V(c, r) = <π_c, S>`` and the reference side
+    ``<π_r, S>`` come from :func:`tempered_plans` (or the smoothed maximum for TRWMD's "logsumexp").
+    Precision, recall and F are self-normalised: ``V(c, r) / sqrt(V(c, c) V(r, r))``. Pairs are padded
+    and solved in buckets of similar size (bounded memory); `batch_size` and `device` never change a value.
+    """
+    kw = {"temperature": temperature, "variant": variant, "iterations": iterations, "relaxed": relaxed}
+    cand = [unit_rows(x if prediction_means is None else x - prediction_means[k]) for k, x in enumerate(predictions)]
+    ref = [unit_rows(y if reference_means is None else y - reference_means[k]) for k, y in enumerate(references)]
+    prec, rec, f1 = [0.0] * len(ref), [0.0] * len(ref), [0.0] * len(ref)
+    plans: list[Alignment | None] = [None] * len(ref)
+    bad: list[int] = []
+    side = [max(len(cand[k]), len(ref[k])) for k in range(len(ref))]
+    for chunk in buckets([(side[k], side[k]) for k in range(len(ref))], budget=_CHUNK, max_size=batch_size,
+                         waste=float("inf")):
+        # One padded width for both sides: a text met with itself then gives bitwise the same sums as
+        # its self-similarity, so its score is exactly 1.
+        both, mask = (t.to(device) for t in pad([cand[k] for k in chunk] + [ref[k] for k in chunk]))
+        x, y, xm, ym = both[: len(chunk)], both[len(chunk):], mask[: len(chunk)], mask[len(chunk):]
+        c_cr, r_cr, cross_plan = _sides(x, xm, y, ym, **kw)
+        c_cc, r_cc, _ = _sides(x, xm, x, xm, **kw)
+        c_rr, r_rr, _ = _sides(y, ym, y, ym, **kw)
+        values = []
+        for num, den_a, den_b in ((c_cr, c_cc, c_rr), (r_cr, r_cc, r_rr),
+                                  (_harmonic(c_cr, r_cr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr))):
+            ok = (den_a > 0) & (den_b > 0) & torch.isfinite(den_a * den_b) & torch.isfinite(num)
+            one = torch.ones_like(num)
+            sa, sb = torch.where(ok, den_a, one), torch.where(ok, den_b, one)
+            # num / sqrt(sa sb) written as (num / sa) sqrt(sa / sb): exactly 1 when a text meets itself
+            values.append((torch.where(ok, num / sa * (sa / sb).sqrt(), torch.zeros_like(num)), ok))
+        for b, k in enumerate(chunk):
+            prec[k], rec[k], f1[k] = (float(v[b]) for v, _ in values)
+            if not all(bool(ok[b]) for _, ok in values):
+                bad.append(k)
+            if return_plans:
+                n, m = len(cand[k]), len(ref[k])
+                cost = (1.0 - cand[k] @ ref[k].T).cpu().numpy()
+                plan = cross_plan[b, :n, :m].cpu().numpy() if cross_plan is not None else _softmax_plan(cand[k], ref[k], temperature)
+                plans[k] = Alignment(score=f1[k], cost=cost, plan=plan)
+    return TwmdPairs(prec, rec, f1, bad, plans if return_plans else None)  # type: ignore[arg-type]
+
+
+def _softmax_plan(x: Tensor, y: Tensor, temperature: float) -> "np.ndarray":
+    """The alignment shown for TRWMD's smoothed maximum: its gradient, the row softmax of S/T over n."""
+    return (torch.softmax(x @ y.T / temperature, dim=1) / x.shape[0]).cpu().numpy()
+
+
 def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
-         variant: Literal["twmd", "trwmd"] = "twmd", centering: Centering = "batch",
+         variant: Literal["twmd", "trwmd"] = "twmd", centering: CenteringSpec = "batch",
          temperature: float | None = None, iterations: int = 1,
          relaxed: Literal["expectation", "logsumexp"] = "expectation", centering_batch: int = 32,
          preset: Literal["wmt", "sts"] = "wmt", model: str | None = None, layer: int | None = None,
          reference_aggregation: Literal["max", "mean"] = "max",
          long_texts: Literal["window", "truncate", "error"] = "window", batch_size: int = 64,
-         device: str | None = None, verbose: bool = False, encoder: Encoder | None = None) -> Scores:
+         device: str | None = None, verbose: bool = False, encoder: Encoder | None = None,
+         return_plans: bool = False) -> Scores:
     """TWMD or TRWMD precision, recall and F of each prediction against its reference(s).
 
     Args:
@@ -178,6 +231,9 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
         long_texts: "window" (default), "truncate" or "error" for texts longer than the model window.
         batch_size, device, verbose: Runtime only; never change a score.
         encoder: A ready :class:`Encoder` (overrides `model`, `layer`, `device`, `long_texts`).
+        return_plans: Add ``extra["alignments"]``: per segment and reference, a
+            :class:`~movers.explain.Explanation` (kept tokens, cost ``1 - S`` of the centred unit vectors,
+            the candidate-side alignment, F).
     Returns:
         :class:`~movers.result.Scores`: ``score`` (mean F), ``scores`` (F per segment), ``signature``,
         and ``extra`` ``precision``, ``recall``, ``f1`` (= scores) per segment, input order.
@@ -199,7 +255,7 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     if variant == "trwmd" and iterations != 1:
         raise ValueError(f"{name}: `iterations` must be 1 for variant='trwmd' (it has no Sinkhorn "
                          f"iterations), got {iterations}.")
-    if not isinstance(centering, (str, TwmdCentering)):
+    if not isinstance(centering, (str, Centering)):
         raise TypeError(f"{name}: `centering` must be one of {list(CENTERINGS)} or a movers.TwmdCentering, "
                         f"got {type(centering).__name__}.")
     if isinstance(centering, str):
@@ -210,40 +266,35 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     check_number(name, "temperature", temperature, low=0, low_open=True)
     temperature = float(temperature)
     encoder = _resolve_encoder(name, model, layer, device, long_texts, encoder)
-    if isinstance(centering, TwmdCentering):
-        _check_fitted(name, centering, encoder, preset)
+    if isinstance(centering, Centering):
+        centering.check(name, encoder.name, encoder.layer_label, preset)
     elif centering in ("batch", "corpus") and len(preds) == 1:
         warnings.warn(f"{name}: centering={centering!r} on a single segment subtracts that segment's own "
                       f"token means; pass a fitted movers.TwmdCentering (or centering='none') to score "
                       f"small calls.", RuntimeWarning, stacklevel=2)
 
-    flat = [r for group in refs for r in group]
-    owner = [i for i, group in enumerate(refs) for _ in group]  # segment of each flat reference
-    cand, ref = _kept_vectors(encoder, preds, flat, PRESETS[preset], batch_size, verbose)
+    groups = ReferenceGroups.of(refs)
+    cand, ref, cand_labels, ref_labels = _kept_vectors(encoder, preds, groups.flat, PRESETS[preset], batch_size,
+                                                       verbose)
     empty = [f"predictions[{i}]" for i, x in enumerate(cand) if len(x) == 0]
-    empty += [f"references[{owner[k]}]" for k, x in enumerate(ref) if len(x) == 0]
+    empty += [f"references[{groups.owner[k]}]" for k, x in enumerate(ref) if len(x) == 0]
     if empty:
         raise ValueError(f"{name}: {', '.join(empty[:5])} must have at least one token to compare with "
                          f"preset={preset!r}, got none.")
-    mu_cand, mu_ref, center_label = _centring_means(centering, cand, ref, owner, centering_batch)
-    cand = [_unit(x - mu_cand[i]) for i, x in enumerate(cand)]
-    ref = [_unit(y - mu_ref[owner[k]]) for k, y in enumerate(ref)]
-
-    work = encoder.device
-    prec, rec, f1, bad = _pair_scores(cand, ref, owner, temperature=temperature, variant=variant,
-                                      iterations=iterations, relaxed=relaxed, batch_size=batch_size,
-                                      device=work)
-    if bad:
-        warnings.warn(f"{name}: segments {sorted(set(bad))[:10]} have a non-positive self-similarity "
+    mu_cand, mu_ref, center_label = centring_means(centering, cand, ref, groups.owner, centering_batch)
+    pairs = twmd_from_embeddings(
+        [cand[i] for i in groups.owner], ref, temperature=temperature, variant=variant, iterations=iterations,
+        relaxed=relaxed, prediction_means=[mu_cand[i] for i in groups.owner],
+        reference_means=[mu_ref[i] for i in groups.owner], batch_size=batch_size, device=encoder.device,
+        return_plans=return_plans)
+    if pairs.degenerate:
+        bad = sorted({groups.owner[k] for k in pairs.degenerate})
+        warnings.warn(f"{name}: segments {bad[:10]} have a non-positive self-similarity "
                       f"(all tokens equal to the centring mean?); their values are set to 0.",
                       RuntimeWarning, stacklevel=2)
-    agg = (lambda xs: float(np.mean(xs))) if reference_aggregation == "mean" else (lambda xs: float(max(xs)))
-    per_seg: list[list[int]] = [[] for _ in preds]
-    for k, i in enumerate(owner):
-        per_seg[i].append(k)
-    precision = [agg([prec[k] for k in ks]) for ks in per_seg]
-    recall = [agg([rec[k] for k in ks]) for ks in per_seg]
-    f = [agg([f1[k] for k in ks]) for ks in per_seg]
+    precision = groups.aggregate(pairs.precision, reference_aggregation)
+    recall = groups.aggregate(pairs.recall, reference_aggregation)
+    f = groups.aggregate(pairs.f1, reference_aggregation)
 
     fields: list[tuple[str, object]] = [
         ("nrefs", nrefs_label(refs)),
@@ -260,8 +311,18 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
         fields.append(("form", relaxed))
     fields += [("long", encoder.long_texts), *library_versions("transformers", "torch")]
     signature = format_signature(variant.upper(), fields)
-    return Scores(score=float(np.mean(f)), scores=f, signature=signature,
-                  extra={"precision": precision, "recall": recall, "f1": list(f)})
+    extra = {"precision": precision, "recall": recall, "f1": list(f)}
+    if return_plans:
+        extra["alignments"] = groups.split([
+            Explanation.of(name, _uniform(cand_labels[i]), _uniform(ref_labels[k]), alignment,
+                           cost_label="1 - cos (centred)" if center_label != "none" else "1 - cos")
+            for k, (i, alignment) in enumerate(zip(groups.owner, pairs.alignments))])
+    return Scores(score=float(np.mean(f)), scores=f, signature=signature, extra=extra)
+
+
+def _uniform(labels: list[str]) -> Histogram:
+    """The labels of one side with TWMD's uniform masses 1/n (the points are not needed to explain)."""
+    return Histogram(labels, np.full(len(labels), 1.0 / max(len(labels), 1)), None)
 
 
 def _resolve_encoder(name: str, model: str | None, layer: int | None, device: str | None, long_texts: str,
@@ -275,77 +336,23 @@ def _resolve_encoder(name: str, model: str | None, layer: int | None, device: st
     if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int)):
         raise TypeError(f"{name}: `layer` must be an int or None, got {type(layer).__name__} {layer!r}.")
     if layer is None:
-        probe = Encoder(model, layer=-1, device=device, long_texts=long_texts)
+        probe = load_encoder(model, layer=-1, device=device, long_texts=long_texts)
         layer = default_layer(model, probe.backbone.model.config)
-    encoder = Encoder(model, layer=layer, device=device, long_texts=long_texts)
-    encoder.layers  # validates the index against the model now, with a clear message
-    return encoder
-
-
-def _check_fitted(name: str, fitted: TwmdCentering, encoder: Encoder, preset: str) -> None:
-    mine = (encoder.name, encoder.layer_label, preset)
-    theirs = (fitted.model, fitted.layer, fitted.preset)
-    if mine != theirs:
-        raise ValueError(f"{name}: `centering` was fitted with model/layer/preset {theirs}, but this call uses "
-                         f"{mine}; fit it again with the same settings.")
+    return load_encoder(model, layer=layer, device=device, long_texts=long_texts)
 
 
 def _kept_vectors(encoder: Encoder, preds: list[str], refs: list[str], keep_first: bool, batch_size: int,
-                  verbose: bool) -> tuple[list[Tensor], list[Tensor]]:
-    """float64 token vectors of the kept positions: [leading specials if `keep_first`] + content.
-
-    The original keeps positions 0..len-2 of ``tokenizer.encode(s)`` (use_CLS=True) or 1..len-2.
+                  verbose: bool) -> tuple[list[Tensor], list[Tensor], list[list[str]], list[list[str]]]:
+    """float64 token vectors of the kept positions: [leading specials if `keep_first`] + content, and
+    their tokens. The original keeps positions 0..len-2 of ``tokenizer.encode(s)`` (use_CLS=True) or 1..len-2.
     """
     bb = encoder.backbone
     start = 0 if keep_first else len(bb.prefix)
     emb = encoder.embed(preds + refs, batch_size=batch_size, verbose=verbose)
     kept = [v[start: v.shape[0] - len(bb.suffix)].to(torch.float64) for v in emb.vectors]
-    return kept[: len(preds)], kept[len(preds):]
-
-
-def _centring_means(centering: Centering, cand: list[Tensor], ref: list[Tensor], owner: list[int],
-                    k: int) -> tuple[list[Tensor], list[Tensor], str]:
-    """Per segment (candidate mean, reference mean) and the signature label."""
-    n, d = len(cand), cand[0].shape[1]
-    if isinstance(centering, TwmdCentering):
-        if centering.prediction_mean.shape != (d,):
-            raise ValueError(f"twmd: `centering` means must have {d} dimensions, got "
-                             f"{tuple(centering.prediction_mean.shape)}.")
-        mc = centering.prediction_mean.to("cpu", torch.float64)
-        mr = centering.reference_mean.to("cpu", torch.float64)
-        return [mc] * n, [mr] * n, centering.label
-    if centering == "none":
-        zero = torch.zeros(d, dtype=torch.float64)
-        return [zero] * n, [zero] * n, "none"
-    size = n if centering == "corpus" else k
-    refs_of: list[list[int]] = [[] for _ in range(n)]
-    for j, i in enumerate(owner):
-        refs_of[i].append(j)
-    mu_c: list[Tensor] = []
-    mu_r: list[Tensor] = []
-    for start in range(0, n, size):
-        seg = range(start, min(start + size, n))
-        mc = torch.cat([cand[i] for i in seg]).mean(0)
-        mr = torch.cat([ref[j] for i in seg for j in refs_of[i]]).mean(0)
-        mu_c += [mc] * len(seg)
-        mu_r += [mr] * len(seg)
-    return mu_c, mu_r, "corpus" if centering == "corpus" else f"batch[k={k}]"
-
-
-def _unit(x: Tensor) -> Tensor:
-    """Rows scaled to unit length; a zero row stays zero (the original would give NaN)."""
-    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-300)
-
-
-def _pad(vectors: list[Tensor], device: torch.device) -> tuple[Tensor, Tensor]:
-    """[B, L, d] zero-padded float64 and its bool mask [B, L]."""
-    width = max(v.shape[0] for v in vectors)
-    out = torch.zeros(len(vectors), width, vectors[0].shape[1], dtype=torch.float64)
-    mask = torch.zeros(len(vectors), width, dtype=torch.bool)
-    for b, v in enumerate(vectors):
-        out[b, : v.shape[0]] = v
-        mask[b, : v.shape[0]] = True
-    return out.to(device), mask.to(device)
+    tokens = [t[start: len(t) - len(bb.suffix)] for t in emb.tokens]
+    n = len(preds)
+    return kept[:n], kept[n:], tokens[:n], tokens[n:]
 
 
 def smoothed_max_sides(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, temperature: float
@@ -362,13 +369,14 @@ def smoothed_max_sides(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, tempe
 
 
 def _sides(x: Tensor, xm: Tensor, y: Tensor, ym: Tensor, *, relaxed: str = "expectation",
-           **kw) -> tuple[Tensor, Tensor]:
-    """Unnormalised (candidate side, reference side) values [B] of padded batches x [B, n, d], y [B, m, d]."""
+           **kw) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Unnormalised (candidate side, reference side) values [B] of padded batches x [B, n, d], y [B, m, d],
+    and the candidate-side plan (None for the smoothed maximum, which has no plan)."""
     sim = torch.bmm(x, y.transpose(1, 2))
     if kw["variant"] == "trwmd" and relaxed == "logsumexp":
-        return smoothed_max_sides(sim, xm, ym, temperature=kw["temperature"])
+        return (*smoothed_max_sides(sim, xm, ym, temperature=kw["temperature"]), None)
     cand_plan, ref_plan = tempered_plans(sim, xm, ym, **kw)
-    return (cand_plan * sim).sum((1, 2)), (ref_plan * sim).sum((1, 2))
+    return (cand_plan * sim).sum((1, 2)), (ref_plan * sim).sum((1, 2)), cand_plan
 
 
 def _harmonic(p: Tensor, r: Tensor) -> Tensor:
@@ -378,42 +386,3 @@ def _harmonic(p: Tensor, r: Tensor) -> Tensor:
 
 _CHUNK = 1 << 22
 """Most entries of one [B, L, L] float64 matrix per chunk (32 MiB); long texts get smaller chunks."""
-
-
-@torch.inference_mode()
-def _pair_scores(cand: list[Tensor], ref: list[Tensor], owner: list[int], *, temperature: float, variant: str,
-                 iterations: int, batch_size: int, device: torch.device, relaxed: str = "expectation"
-                 ) -> tuple[list[float], list[float], list[float], list[int]]:
-    """Self-normalised precision, recall, F per (segment, reference) pair, in chunks of similar length."""
-    kw = {"temperature": temperature, "variant": variant, "iterations": iterations, "relaxed": relaxed}
-    size = [max(len(cand[owner[k]]), len(ref[k])) for k in range(len(ref))]
-    pairs = sorted(range(len(ref)), key=lambda k: size[k], reverse=True)
-    chunks: list[list[int]] = []
-    for k in pairs:  # longest first: the first pair of a chunk sets its padded width
-        if chunks and len(chunks[-1]) < batch_size and (len(chunks[-1]) + 1) * size[chunks[-1][0]] ** 2 <= _CHUNK:
-            chunks[-1].append(k)
-        else:
-            chunks.append([k])
-    prec = [0.0] * len(ref)
-    rec = [0.0] * len(ref)
-    f1 = [0.0] * len(ref)
-    bad: list[int] = []
-    for chunk in chunks:
-        x, xm = _pad([cand[owner[k]] for k in chunk], device)
-        y, ym = _pad([ref[k] for k in chunk], device)
-        c_cr, r_cr = _sides(x, xm, y, ym, **kw)
-        c_cc, r_cc = _sides(x, xm, x, xm, **kw)
-        c_rr, r_rr = _sides(y, ym, y, ym, **kw)
-        values = []
-        for num, den_a, den_b in ((c_cr, c_cc, c_rr), (r_cr, r_cc, r_rr),
-                                  (_harmonic(c_cr, r_cr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr))):
-            ok = (den_a > 0) & (den_b > 0) & torch.isfinite(den_a * den_b) & torch.isfinite(num)
-            one = torch.ones_like(num)
-            sa, sb = torch.where(ok, den_a, one), torch.where(ok, den_b, one)
-            # num / sqrt(sa sb) written as (num / sa) sqrt(sa / sb): exactly 1 when a text meets itself
-            values.append((torch.where(ok, num / sa * (sa / sb).sqrt(), torch.zeros_like(num)), ok))
-        for b, k in enumerate(chunk):
-            prec[k], rec[k], f1[k] = (float(v[b]) for v, _ in values)
-            if not all(bool(ok[b]) for _, ok in values):
-                bad.append(owner[k])
-    return prec, rec, f1, bad
