@@ -1,7 +1,9 @@
 """Contextual token embeddings from any Hugging Face encoder (default: the bundled all-MiniLM-L6-v2).
 
-* Models are loaded lazily and cached once per process, keyed by (model, device, dtype); the cache
-  never holds data-dependent state. Local folders load with ``local_files_only=True`` (no network);
+* :func:`load_encoder` returns a cached :class:`Encoder` (keyed by everything that defines it); models
+  are loaded once per process, keyed by (model, device, dtype). This is the package's one cache of
+  loaded resources: explicit, and emptied by :func:`clear_encoder_cache`. It never holds data-dependent
+  state. Local folders load with ``local_files_only=True`` (no network);
   ``trust_remote_code`` is never set.
 * :meth:`Encoder.embed` encodes the *unique* texts only, sorted by length, in batches, and returns them
   in input order (inverse permutation); `batch_size` never changes a number.
@@ -13,7 +15,6 @@
 """
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from dataclasses import dataclass
@@ -23,7 +24,10 @@ from typing import Literal, Sequence, Union
 import torch
 from torch import Tensor
 
-__all__ = ["DEFAULT_MODEL", "Encoder", "TokenEmbeddings", "load_backbone", "resolve_device", "LayerSpec"]
+from . import _cache
+
+__all__ = ["DEFAULT_MODEL", "Encoder", "TokenEmbeddings", "load_encoder", "clear_encoder_cache", "load_backbone",
+           "resolve_device", "LayerSpec"]
 
 logger = logging.getLogger("movers")
 
@@ -47,6 +51,14 @@ class TokenEmbeddings:
     ids: list[list[int]]
     special: list[list[bool]]
     vectors: list[Tensor]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def select(self, start: int, stop: int) -> "TokenEmbeddings":
+        """Texts ``start:stop`` (e.g. the predictions, then the references, of one ``embed`` call)."""
+        return TokenEmbeddings(self.tokens[start:stop], self.ids[start:stop], self.special[start:stop],
+                               self.vectors[start:stop])
 
 
 def resolve_device(device: str | int | torch.device | None) -> torch.device:
@@ -86,9 +98,37 @@ class _Backbone:
         return [*self.prefix, *content, *self.suffix]
 
 
-@functools.lru_cache(maxsize=4)
+def clear_encoder_cache() -> None:
+    """Forget every loaded encoder and model (and the package's other loaded resources: GloVe, the
+    sentence splitter, word lists); their memory is freed once nothing else holds them."""
+    _cache.clear()
+
+
 def load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -> _Backbone:
-    """Load (once per process) a model and tokenizer by hub id or local folder."""
+    """A model and its tokenizer by hub id or local folder, loaded once per process (cached by
+    (model, device, dtype) in the explicit cache)."""
+    key = ("backbone", None if model is None or str(model) == DEFAULT_MODEL else str(model), device, dtype)
+    return _cache.cached(key, lambda: _load_backbone(model, device, dtype))
+
+
+def load_encoder(model: str | os.PathLike | None = None, *, layer: "LayerSpec" = -1,
+                 device: str | int | torch.device | None = None, dtype: torch.dtype = torch.float32,
+                 long_texts: "LongTexts" = "window") -> "Encoder":
+    """The :class:`Encoder` for these settings, created once per process and loaded now (so a bad
+    model or layer fails here, with a clear message). Metrics use it; clear with :func:`clear_encoder_cache`."""
+    spec = layer if isinstance(layer, int) else tuple(layer)
+    key = ("encoder", None if model is None or str(model) == DEFAULT_MODEL else str(model), spec,
+           resolve_device(device), dtype, long_texts)
+
+    def load() -> Encoder:
+        encoder = Encoder(model, layer=layer, device=device, dtype=dtype, long_texts=long_texts)
+        encoder.layers  # loads the model and validates the layer against it
+        return encoder
+
+    return _cache.cached(key, load)
+
+
+def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -> _Backbone:
     import transformers
 
     path, local = _resolve_model(model)

@@ -6,10 +6,11 @@ setup (AIPHES/emnlp19-moverscore ``examples/stopwords.txt``) and by the SMS fixt
 """
 from __future__ import annotations
 
-import functools
 import string
 from importlib import resources
 from typing import Iterable, Sequence
+
+from . import _cache
 
 __all__ = ["stopwords", "PUNCTUATION", "is_subword", "resolve_stopwords"]
 
@@ -17,14 +18,17 @@ PUNCTUATION = frozenset(string.punctuation)
 """Single ASCII punctuation characters (``string.punctuation``), as MoverScore filters them."""
 
 
-@functools.lru_cache(maxsize=None)
 def stopwords(name: str = "en") -> frozenset[str]:
     """The shipped stop-word list `name` (``"en"``: 153 lower-case English words)."""
     files = {"en": "stopwords_en_153.txt"}
     if name not in files:
         raise ValueError(f"stopwords: unknown list {name!r}; choose one of {sorted(files)}.")
-    text = resources.files("movers").joinpath("data", files[name]).read_text(encoding="utf-8")
-    return frozenset(w.strip() for w in text.splitlines() if w.strip())
+
+    def read() -> frozenset[str]:
+        text = resources.files("movers").joinpath("data", files[name]).read_text(encoding="utf-8")
+        return frozenset(w.strip() for w in text.splitlines() if w.strip())
+
+    return _cache.cached(("stopwords", name), read)
 
 
 def resolve_stopwords(spec: bool | str | Iterable[str] | None) -> tuple[frozenset[str], str]:

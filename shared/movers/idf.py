@@ -26,6 +26,7 @@ class Idf:
     default: float
     n_docs: int
     tag: str = field(default="", compare=False)  # short content hash for signatures
+    tokenizer: str = ""  # the encoder whose token ids these are (its signature name); "" = not recorded
 
     def __call__(self, token_id: int) -> float:
         return self.weights.get(token_id, self.default)
@@ -38,18 +39,26 @@ class Idf:
     def label(self) -> str:
         return f"table[N={self.n_docs},{self.tag}]"
 
+    def check(self, metric: str, tokenizer: str) -> None:
+        """Raise unless this table was fitted with `tokenizer` (an encoder's signature name): token ids
+        of another vocabulary would silently weight the wrong tokens."""
+        if self.tokenizer and self.tokenizer != tokenizer:
+            raise ValueError(f"{metric}: `idf` was fitted with the tokenizer of {self.tokenizer}, but this call "
+                             f"encodes with {tokenizer}; fit it again with the same model (movers.Idf.fit(texts, "
+                             f"model=...)).")
+
     @classmethod
     def fit(cls, texts: Sequence[str], *, model: str | None = None) -> "Idf":
         """Fit an IDF table on `texts` with the tokenizer of `model` (default: the bundled MiniLM)."""
-        from .embedding import Encoder
+        from .embedding import load_encoder
 
-        encoder = Encoder(model)
+        encoder = load_encoder(model)
         ids = [encoder.backbone.with_specials(c) for c in encoder.tokenize(list(texts))]
-        return idf_from_ids(ids)
+        return idf_from_ids(ids, tokenizer=encoder.name)
 
 
-def idf_from_ids(docs: Iterable[Sequence[int]]) -> Idf:
-    """IDF from token-id documents (each document counts a token once)."""
+def idf_from_ids(docs: Iterable[Sequence[int]], *, tokenizer: str = "") -> Idf:
+    """IDF from token-id documents (each document counts a token once); `tokenizer` records whose ids."""
     df: Counter[int] = Counter()
     n = 0
     for doc in docs:
@@ -57,4 +66,4 @@ def idf_from_ids(docs: Iterable[Sequence[int]]) -> Idf:
         n += 1
     weights = {t: math.log((n + 1) / (c + 1)) for t, c in df.items()}
     digest = hashlib.sha1(repr(sorted(df.items())).encode() + str(n).encode()).hexdigest()[:8]
-    return Idf(weights=weights, default=math.log(n + 1), n_docs=n, tag=digest)
+    return Idf(weights=weights, default=math.log(n + 1), n_docs=n, tag=digest, tokenizer=tokenizer)

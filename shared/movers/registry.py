@@ -5,7 +5,8 @@
   (``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--<slug>/<hash>/``) so that a bare
   ``evaluate.load("<slug>")`` works offline in any new process (evaluate has no plugin mechanism;
   see the README's "evaluate integration"). ``import movers`` registers automatically (opt out with
-  ``MOVERS_NO_AUTOREGISTER=1``); ``movers register`` does it explicitly.
+  ``MOVERS_NO_AUTOREGISTER=1``), and writes nothing when the registration is already current (a stamp
+  file records what was registered); ``movers register`` does it explicitly.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["module_dir", "module_names", "load", "register", "NAMESPACES"]
+__all__ = ["module_dir", "module_names", "load", "register", "is_registered", "NAMESPACES"]
 
 logger = logging.getLogger("movers")
 
@@ -79,6 +80,38 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+_STAMP = ".movers-registered.json"
+
+
+def _stamp(root: Path, names: list[str], namespaces: Iterable[str]) -> dict:
+    """What a current registration looks like: each script's hash and where it was copied from."""
+    scripts = {name: Path(module_dir(name)) / f"{name}.py" for name in names}
+    return {"namespaces": list(namespaces), "root": str(root),
+            "scripts": {name: [str(path), hashlib.sha256(path.read_bytes()).hexdigest()]
+                        for name, path in scripts.items()}}
+
+
+def _target(root: Path, ns: str, name: str, digest: str) -> Path:
+    return root / "evaluate_modules" / "metrics" / f"{ns}--{name}" / digest / f"{name}.py"
+
+
+def is_registered(names: Iterable[str] | None = None, *, namespaces: Iterable[str] = NAMESPACES,
+                  modules_cache: str | os.PathLike | None = None) -> bool:
+    """Whether the cache already holds this version of every module script (reads, never writes)."""
+    root = _cache_root(modules_cache)
+    names, namespaces = list(names or module_names()), list(namespaces)
+    stamp_file = root / "evaluate_modules" / "metrics" / _STAMP
+    try:
+        recorded = json.loads(stamp_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    expected = _stamp(root, names, namespaces)
+    if any(recorded.get("scripts", {}).get(n) != expected["scripts"][n] for n in names) \
+            or recorded.get("root") != expected["root"] or not set(namespaces) <= set(recorded.get("namespaces", [])):
+        return False
+    return all(_target(root, ns, n, expected["scripts"][n][1]).is_file() for ns in namespaces for n in names)
+
+
 def register(names: Iterable[str] | None = None, *, namespaces: Iterable[str] = NAMESPACES,
              modules_cache: str | os.PathLike | None = None) -> list[str]:
     """Copy module scripts into evaluate's cache fallback; returns the script paths written.
@@ -88,7 +121,8 @@ def register(names: Iterable[str] | None = None, *, namespaces: Iterable[str] = 
     """
     root = _cache_root(modules_cache)
     written = []
-    for name in names or module_names():
+    names, namespaces = list(names or module_names()), list(namespaces)
+    for name in names:
         script = Path(module_dir(name)) / f"{name}.py"
         code = script.read_bytes()
         digest = hashlib.sha256(code).hexdigest()
@@ -107,6 +141,9 @@ def register(names: Iterable[str] | None = None, *, namespaces: Iterable[str] = 
             _atomic_write(folder / f"{name}.json", json.dumps(meta).encode())
             os.utime(target)
             written.append(str(target))
+    if set(names) == set(module_names()):
+        _atomic_write(root / "evaluate_modules" / "metrics" / _STAMP,
+                      json.dumps(_stamp(root, names, namespaces)).encode())
     return written
 
 
@@ -115,6 +152,7 @@ def _autoregister() -> None:
     if os.getenv("MOVERS_NO_AUTOREGISTER"):
         return
     try:
-        register()
+        if not is_registered():
+            register()
     except Exception as err:  # noqa: BLE001 - registration is a convenience, never fatal
         logger.debug("movers: could not register evaluate modules: %s", err)

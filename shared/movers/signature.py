@@ -6,11 +6,12 @@ history is in the README's "Signature" section; a test pins the exact strings.
 """
 from __future__ import annotations
 
-import functools
 from importlib import metadata
 from typing import Sequence
 
-__all__ = ["format_signature", "library_versions", "format_float", "nrefs_label"]
+from . import _cache
+
+__all__ = ["format_signature", "library_versions", "format_float", "nrefs_label", "package_version"]
 
 
 def format_float(x: float) -> str:
@@ -50,14 +51,14 @@ def format_signature(name: str, fields: Sequence[tuple[str, object]]) -> str:
     return "|".join(parts)
 
 
-def _version(dist: str) -> str:
+def package_version(dist: str) -> str:
+    """The installed version of distribution `dist`, or ``"none"``."""
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return "none"
 
 
-@functools.lru_cache(maxsize=None)
 def library_versions(*dists: str) -> tuple[tuple[str, str], ...]:
     """Versions for the signature tail: movers first, then the named distributions.
 
@@ -65,7 +66,5 @@ def library_versions(*dists: str) -> tuple[tuple[str, str], ...]:
     """
     short = {"transformers": "tf", "pot": "pot", "torch": "torch", "sacrebleu": "sacrebleu",
              "nltk": "nltk"}
-    out = [("v", _version("movers"))]
-    for dist in dists:
-        out.append((short.get(dist, dist), _version(dist)))
-    return tuple(out)
+    return _cache.cached(("versions", dists), lambda: (("v", package_version("movers")), *(
+        (short.get(dist, dist), package_version(dist)) for dist in dists)))

