@@ -153,6 +153,6 @@ def plot_explanation(explanation: Explanation, *, ax: Any = None, annotate: bool
             title += f", distance {e.distance:.4f}"
         title += f"\nplan (% of moved mass), cost {e.cost_label}"
     ax.set_title(title, fontsize=10)
-    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="share of the moved mass")
     ax.figure.tight_layout()
     return ax
