@@ -71,7 +71,7 @@ _CONFIGS = ("default", "weighted")
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class DeltaBleu(evaluate.Metric):
+class DeltaBleu(movers.MoversMetric):  # movers' input checks before evaluate's
     def _info(self):
         if self.config_name not in _CONFIGS:
             raise ValueError(f"delta_bleu: unknown configuration {self.config_name!r}; choose one of "

@@ -67,7 +67,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Moverscore(evaluate.Metric):
+class Moverscore(movers.MoversMetric):  # movers' input checks before evaluate's
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

@@ -59,7 +59,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class SWms(evaluate.Metric):
+class SWms(movers.MoversMetric):  # movers' input checks before evaluate's
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

@@ -75,7 +75,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Twmd(evaluate.Metric):
+class Twmd(movers.MoversMetric):  # movers' input checks before evaluate's
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

@@ -40,6 +40,7 @@ __all__ = [
     "lazy_emd",
     "lazy_emd_plot",
     "text_features",
+    "MoversMetric",
 ]
 
 # name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap.
@@ -63,6 +64,7 @@ _LAZY = {
     "lazy_emd": "metrics.lazy_emd",
     "lazy_emd_plot": "metrics.lazy_emd",
     "text_features": "features",
+    "MoversMetric": "module_base",
 }
 
 

@@ -6,6 +6,8 @@ which argument of which metric was wrong, and at which position.
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Mapping, Set
 from typing import Any, Sequence
 
 __all__ = [
@@ -15,6 +17,8 @@ __all__ = [
     "check_choice",
     "check_number",
     "normalise_references",
+    "check_documents",
+    "check_reference_weights",
 ]
 
 
@@ -28,15 +32,33 @@ def check_predictions(metric: str, predictions: Any, *, allow_empty_text: bool =
     return _check_texts(metric, "predictions", predictions, allow_empty_text=allow_empty_text)
 
 
-def _check_texts(metric: str, arg: str, texts: Any, *, allow_empty_text: bool) -> list[str]:
-    if texts is None:
-        raise TypeError(f"{metric}: `{arg}` must be a list of strings, got None.")
-    if isinstance(texts, (str, bytes)):
-        raise TypeError(f"{metric}: `{arg}` must be a list of strings, got a single {type(texts).__name__}; "
+def _check_list(metric: str, arg: str, value: Any, expected: str) -> list:
+    """`value` as a list when it is an ordered collection (list, tuple, numpy array, ...).
+
+    Rejected with a TypeError: None, a single str/bytes (iterating it would give characters), a mapping
+    (iterating it would give its keys) and a set (no order to align with the other argument).
+    """
+    if value is None:  # "NoneType None" at a position, as for any other wrong element type
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {'NoneType None' if '[' in arg else 'None'}.")
+    if isinstance(value, str):
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got a single str {_describe(value)}; "
                         f"wrap it in a list.")
-    if not isinstance(texts, Sequence) and not hasattr(texts, "__iter__"):
-        raise TypeError(f"{metric}: `{arg}` must be a list of strings, got {type(texts).__name__}.")
-    texts = list(texts)
+    if isinstance(value, (bytes, bytearray)):
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {type(value).__name__} {_describe(value)}; "
+                        f"decode it to str.")
+    if isinstance(value, Mapping):
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got a {type(value).__name__} (its keys would be "
+                        f"scored); pass a list, e.g. list(d.values()).")
+    if isinstance(value, (Set, frozenset)):
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got an unordered {type(value).__name__}; "
+                        f"pass a list so that positions line up.")
+    if getattr(value, "ndim", 1) == 0 or not hasattr(value, "__iter__"):
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {type(value).__name__} {_describe(value)}.")
+    return list(value)
+
+
+def _check_texts(metric: str, arg: str, texts: Any, *, allow_empty_text: bool) -> list[str]:
+    texts = _check_list(metric, arg, texts, "a list of strings")
     if not texts:
         raise ValueError(f"{metric}: `{arg}` must be a non-empty list of strings, got an empty list.")
     for i, text in enumerate(texts):
@@ -55,11 +77,7 @@ def normalise_references(metric: str, references: Any, n: int, *, allow_empty_te
 
     A flat list of strings means one reference per prediction (evaluate's convention).
     """
-    if references is None:
-        raise TypeError(f"{metric}: `{arg}` must be a list of strings or of lists of strings, got None.")
-    if isinstance(references, (str, bytes)):
-        raise TypeError(f"{metric}: `{arg}` must be a list, got a single {type(references).__name__}.")
-    references = list(references)
+    references = _check_list(metric, arg, references, "a list of strings or of lists of strings")
     if len(references) != n:
         raise ValueError(f"{metric}: `predictions` and `{arg}` must have the same length, "
                          f"got {n} and {len(references)}.")
@@ -67,10 +85,7 @@ def normalise_references(metric: str, references: Any, n: int, *, allow_empty_te
     for i, refs in enumerate(references):
         if isinstance(refs, str):
             refs = [refs]
-        elif refs is None or isinstance(refs, bytes) or not hasattr(refs, "__iter__"):
-            raise TypeError(f"{metric}: `{arg}[{i}]` must be a string or a list of strings, "
-                            f"got {type(refs).__name__} {_describe(refs)}.")
-        refs = list(refs)
+        refs = _check_list(metric, f"{arg}[{i}]", refs, "a string or a list of strings")
         if not refs:
             raise ValueError(f"{metric}: `{arg}[{i}]` must hold at least one reference, got an empty list.")
         for j, ref in enumerate(refs):
@@ -94,6 +109,91 @@ def check_pairs(metric: str, predictions: Any, references: Any, *,
     preds = check_predictions(metric, predictions, allow_empty_text=allow_empty_text)
     refs = normalise_references(metric, references, len(preds), allow_empty_text=allow_empty_text)
     return preds, refs
+
+
+def check_documents(metric: str, predictions: Any, references: Any, *, allow_empty_text: bool = False,
+                    ) -> tuple[list, list[list], bool]:
+    """Validate texts, or documents given as lists of sentences (SMS, S+WMS).
+
+    The form of ``predictions[0]`` decides: a string -> texts, checked as by :func:`check_pairs`;
+    a list -> pre-segmented documents, where ``references[i]`` is one document (a list of sentence
+    strings) or a non-empty list of documents. Returns (predictions, references as one list of
+    documents per prediction, segmented); a document comes back as a tuple of sentences.
+    """
+    preds = _check_list(metric, "predictions", predictions, "a list of strings or of sentence lists")
+    if not preds or not isinstance(preds[0], (list, tuple)):
+        preds = check_predictions(metric, preds, allow_empty_text=allow_empty_text)
+        return preds, normalise_references(metric, references, len(preds), allow_empty_text=allow_empty_text), False
+    docs = [_check_sentences(metric, f"predictions[{i}]", p, allow_empty_text) for i, p in enumerate(preds)]
+    references = _check_list(metric, "references", references, "a list with one entry per prediction")
+    if len(references) != len(docs):
+        raise ValueError(f"{metric}: `predictions` and `references` must have the same length, "
+                         f"got {len(docs)} and {len(references)}.")
+    refs: list[list] = []
+    for i, group in enumerate(references):
+        arg = f"references[{i}]"
+        if isinstance(group, str) or not isinstance(group, (list, tuple)):
+            raise TypeError(f"{metric}: `{arg}` must be a list of sentences (pre-segmented predictions need "
+                            f"pre-segmented references) or a list of such lists, got {type(group).__name__} "
+                            f"{_describe(group)}.")
+        if not group:
+            raise ValueError(f"{metric}: `{arg}` must hold at least one reference, got an empty list.")
+        if all(isinstance(x, str) for x in group):
+            refs.append([_check_sentences(metric, arg, group, allow_empty_text)])
+        else:
+            refs.append([_check_sentences(metric, f"{arg}[{j}]", r, allow_empty_text) for j, r in enumerate(group)])
+    return docs, refs, True
+
+
+def _check_sentences(metric: str, arg: str, doc: Any, allow_empty_text: bool) -> tuple[str, ...]:
+    if isinstance(doc, str) or not isinstance(doc, (list, tuple)):
+        raise TypeError(f"{metric}: `{arg}` must be a list of sentence strings (pre-segmented input), got "
+                        f"{type(doc).__name__} {_describe(doc)}.")
+    if not doc:
+        raise ValueError(f"{metric}: `{arg}` must hold at least one sentence, got an empty list.")
+    for j, sentence in enumerate(doc):
+        if not isinstance(sentence, str):
+            raise TypeError(f"{metric}: `{arg}[{j}]` must be a string, got {type(sentence).__name__} "
+                            f"{_describe(sentence)}.")
+        if not allow_empty_text and not sentence.strip():
+            raise ValueError(f"{metric}: `{arg}[{j}]` must be a non-empty sentence, got {_describe(sentence)}.")
+    return tuple(doc)
+
+
+def check_reference_weights(metric: str, weights: Any, refs: list[list[str]]) -> list[list[float]]:
+    """ΔBLEU's human ratings: one float list per segment, aligned with `refs` (as returned by
+    :func:`normalise_references`), each in [-1, 1] with one > 0 per segment; all 1.0 when None."""
+    if weights is None:
+        return [[1.0] * len(r) for r in refs]
+    weights = _check_list(metric, "reference_weights", weights,
+                          "a list of lists of numbers (the shape of `references`) or None")
+    if len(weights) != len(refs):
+        raise ValueError(f"{metric}: `predictions` and `reference_weights` must have the same length, "
+                         f"got {len(refs)} and {len(weights)}.")
+    out = []
+    for i, (row, seg_refs) in enumerate(zip(weights, refs)):
+        if _is_number(row):
+            row = [row]
+        row = _check_list(metric, f"reference_weights[{i}]", row, "a list of numbers")
+        if len(row) != len(seg_refs):
+            raise ValueError(f"{metric}: `reference_weights[{i}]` must hold one weight per reference of segment "
+                             f"{i} ({len(seg_refs)}), got {len(row)}.")
+        for j, w in enumerate(row):
+            if not _is_number(w):
+                raise TypeError(f"{metric}: `reference_weights[{i}][{j}]` must be a number in [-1, 1], "
+                                f"got {type(w).__name__} {_describe(w)}.")
+            if not (-1.0 <= float(w) <= 1.0):  # also catches NaN
+                raise ValueError(f"{metric}: `reference_weights[{i}][{j}]` must be a number in [-1, 1], got {w}.")
+        row = [float(w) for w in row]
+        if max(row) <= 0:
+            raise ValueError(f"{metric}: `reference_weights[{i}]` must contain at least one positive weight (the "
+                             f"denominator of ΔBLEU is the largest weight of the segment), got {row}.")
+        out.append(row)
+    return out
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 def check_choice(metric: str, arg: str, value: Any, choices: Sequence[Any]) -> Any:

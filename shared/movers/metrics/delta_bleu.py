@@ -17,14 +17,14 @@ fork (mgalley/sacreBLEU @813fc0a, on sacreBLEU 1.4.1), which credits g with
 from __future__ import annotations
 
 import math
-import numbers
 from collections import Counter
 from typing import Any, Literal, Sequence
 
 from sacrebleu.metrics.bleu import BLEU, BLEUScore
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
-from .._validation import _describe, check_choice, check_number, check_predictions, normalise_references
+from .._validation import (_describe, check_choice, check_number, check_predictions, check_reference_weights,
+                           normalise_references)
 from ..result import Scores
 from ..signature import format_signature, library_versions, nrefs_label
 
@@ -83,7 +83,7 @@ def delta_bleu(predictions: Sequence[str], references: Sequence[str] | Sequence[
     """
     preds = check_predictions(_NAME, predictions, allow_empty_text=True)
     refs = normalise_references(_NAME, references, len(preds), allow_empty_text=True)
-    weights = _check_weights(reference_weights, refs)
+    weights = check_reference_weights(_NAME, reference_weights, refs)
     check_choice(_NAME, "variant", variant, list(VARIANTS))
     if tokenize in _NEEDS_DOWNLOAD:
         raise ValueError(f"{_NAME}: `tokenize` {tokenize!r} downloads a SentencePiece model at run time, which "
@@ -143,46 +143,6 @@ def delta_bleu(predictions: Sequence[str], references: Sequence[str] | Sequence[
 
 
 # ---------------------------------------------------------------- input checks
-
-def _check_weights(weights: Any, refs: list[list[str]]) -> list[list[float]]:
-    """One float list per segment, aligned with `refs`; all 1.0 when `weights` is None."""
-    if weights is None:
-        return [[1.0] * len(r) for r in refs]
-    if isinstance(weights, (str, bytes)) or not hasattr(weights, "__iter__"):
-        raise TypeError(f"{_NAME}: `reference_weights` must be a list of lists of numbers (the shape of "
-                        f"`references`) or None, got {type(weights).__name__} {_describe(weights)}.")
-    weights = list(weights)
-    if len(weights) != len(refs):
-        raise ValueError(f"{_NAME}: `predictions` and `reference_weights` must have the same length, "
-                         f"got {len(refs)} and {len(weights)}.")
-    out = []
-    for i, (row, seg_refs) in enumerate(zip(weights, refs)):
-        if _is_number(row):
-            row = [row]
-        elif isinstance(row, (str, bytes)) or not hasattr(row, "__iter__"):
-            raise TypeError(f"{_NAME}: `reference_weights[{i}]` must be a list of numbers, "
-                            f"got {type(row).__name__} {_describe(row)}.")
-        row = list(row)
-        if len(row) != len(seg_refs):
-            raise ValueError(f"{_NAME}: `reference_weights[{i}]` must hold one weight per reference of segment "
-                             f"{i} ({len(seg_refs)}), got {len(row)}.")
-        for j, w in enumerate(row):
-            if not _is_number(w):
-                raise TypeError(f"{_NAME}: `reference_weights[{i}][{j}]` must be a number in [-1, 1], "
-                                f"got {type(w).__name__} {_describe(w)}.")
-            if not (-1.0 <= float(w) <= 1.0):  # also catches NaN
-                raise ValueError(f"{_NAME}: `reference_weights[{i}][{j}]` must be a number in [-1, 1], got {w}.")
-        row = [float(w) for w in row]
-        if max(row) <= 0:
-            raise ValueError(f"{_NAME}: `reference_weights[{i}]` must contain at least one positive weight (the "
-                             f"denominator of ΔBLEU is the largest weight of the segment), got {row}.")
-        out.append(row)
-    return out
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
-
 
 # ---------------------------------------------------------------- segment statistics
 # Each returns (hyp_len, closest_ref_len, correct[N], total[N]); correct may be negative.
