@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 from . import _cache
 
-__all__ = ["stopwords", "PUNCTUATION", "is_subword", "resolve_stopwords"]
+__all__ = ["stopwords", "PUNCTUATION", "is_subword", "subword_mask", "resolve_stopwords"]
 
 PUNCTUATION = frozenset(string.punctuation)
 """Single ASCII punctuation characters (``string.punctuation``), as MoverScore filters them."""
@@ -46,11 +46,43 @@ def resolve_stopwords(spec: bool | str | Iterable[str] | None) -> tuple[frozense
     return words, f"custom{len(words)}"
 
 
+_MARKERS = ("Ġ", "▁")
+
+
+def subword_mask(tokens: Sequence[str]) -> list[bool]:
+    """:func:`is_subword` for every position of `tokens`, in one pass (O(L))."""
+    marked = any(t.startswith(_MARKERS) for t in tokens)
+    return [_is_subword(token, position, marked) for position, token in enumerate(tokens)]
+
+
 def is_subword(token: str, position: int, tokens: Sequence[str]) -> bool:
     """True for a continuation piece: WordPiece ``##x`` (MoverScore tests ``'##' in token``),
-    or a BPE / SentencePiece piece without its word-start marker (``Ġ``/``▁``) after the first token."""
+    or a BPE / SentencePiece piece without its word-start marker (``Ġ``/``▁``) after the first token.
+
+    Whether `tokens` uses word-start markers at all is computed once per token list (the list last
+    seen is remembered), so a loop over all positions costs O(L), not O(L²); :func:`subword_mask`
+    does the loop in one call.
+    """
+    return _is_subword(token, position, _has_markers(tokens))
+
+
+def _is_subword(token: str, position: int, marked: bool) -> bool:
     if "##" in token:
         return True
-    if any(t.startswith(("Ġ", "▁")) for t in tokens):
-        return position > 1 and not token.startswith(("Ġ", "▁")) and token not in PUNCTUATION
+    if marked:
+        return position > 1 and not token.startswith(_MARKERS) and token not in PUNCTUATION
     return False
+
+
+_last_markers: tuple[Sequence[str], int, bool] | None = None
+
+
+def _has_markers(tokens: Sequence[str]) -> bool:
+    """Whether any token starts with a word-start marker; remembered for the last list (same object and length)."""
+    global _last_markers
+    last = _last_markers  # one read: another thread may replace it
+    if last is not None and last[0] is tokens and last[1] == len(tokens):
+        return last[2]
+    marked = any(t.startswith(_MARKERS) for t in tokens)
+    _last_markers = (tokens, len(tokens), marked)
+    return marked
