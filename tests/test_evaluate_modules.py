@@ -61,22 +61,31 @@ def test_module_loads_and_has_no_var_kwargs(name):
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_module_doctests(name):
-    module, _ = _load_module(name)
+def test_module_doctests(name, monkeypatch):
+    """As evaluate's own tests/test_metric_common.py runs them: ELLIPSIS_MARKER "[...]" but no option
+    flags (an elided line needs its own ``# doctest: +ELLIPSIS``), raise_on_error=True, evaluate.load
+    patched to load ``metrics/<name>`` by relative path from the repository root."""
+    monkeypatch.chdir(REPO)
+    module = importlib.import_module(
+        evaluate.loading.evaluation_module_factory(os.path.join("metrics", name), module_type="metric").module_path)
     real_load = evaluate.load
 
-    def local_load(path, *args, **kwargs):
-        return real_load(movers.module_dir(path) if path in MODULES else path, *args, **kwargs)
+    def load_local_metric(evaluation_module_name, *args, **kwargs):
+        return real_load(os.path.join("metrics", evaluation_module_name), *args, **kwargs)
 
     old_marker = doctest.ELLIPSIS_MARKER
     doctest.ELLIPSIS_MARKER = "[...]"
     try:
-        with mock.patch.object(evaluate, "load", local_load):
-            results = doctest.testmod(module, raise_on_error=False, optionflags=doctest.ELLIPSIS)
+        with mock.patch("evaluate.load") as mock_load:
+            mock_load.side_effect = load_local_metric
+            try:
+                results = doctest.testmod(module, verbose=False, raise_on_error=True)
+            except doctest.UnexpectedException as e:
+                raise e.exc_info[1]
     finally:
         doctest.ELLIPSIS_MARKER = old_marker
+    assert results.failed == 0
     assert results.attempted > 1, f"{name}: fewer than two doctest lines"
-    assert results.failed == 0, f"{name}: {results.failed} doctest lines failed"
 
 
 def test_registered_bare_name_loads_offline_in_a_new_process(tmp_path):

@@ -63,7 +63,7 @@ Examples:
     ...                              reference_weights=[[0.9, -0.4], [0.7, -0.8]])
     >>> round(results["score"], 2), [round(s, 2) for s in results["scores"]]
     (48.85, [71.2, 0.0])
-    >>> results["signature"]
+    >>> results["signature"]  # doctest: +ELLIPSIS
     'DeltaBLEU|variant:paper|nrefs:2|w:rated|order:4|case:mixed|eff:no|tok:13a|smooth:exp|v:[...]|sacrebleu:[...]'
 """
 
