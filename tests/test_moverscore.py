@@ -219,14 +219,26 @@ def test_paper_preset_uses_pmeans_of_last_five_layers():
 # ----------------------------------------------------------------------------- empty histograms, long texts, unicode
 
 def test_empty_histograms_give_documented_scores_and_warn():
-    preds, refs = ["the of and", "The cat sat."], ["is a", "A dog ran."]
+    # idf=True from this call: a token in every prediction (or every reference) weighs log(3/3) = 0, so
+    # "cat dog" and "red blue" have no weighted token (their [CLS]/[SEP] too).
     with pytest.warns(RuntimeWarning, match="no weighted token"):
-        got = moverscore(preds, refs, stop_words=True, idf=True)
-    assert got.scores[0] == 1.0  # both sides empty: nothing to transport, d = 0 (as the original)
+        both = moverscore(["cat dog", "cat dog sat"], ["red blue", "red blue ran"], idf=True)
+    assert both.extra["distances"][0] == 2.0 and both.scores[0] == pytest.approx(1 / 3)  # not the original's 1.0
     with pytest.warns(RuntimeWarning, match="no weighted token"):
-        one = moverscore(preds, ["A mat.", "A dog ran."], stop_words=True, idf=True)
+        one = moverscore(["cat dog", "cat dog sat"], ["red", "blue"], idf=True)
     assert one.extra["distances"][0] == 2.0 and one.scores[0] == pytest.approx(1 / 3)  # all mass at max cost
-    assert all(math.isfinite(s) for s in got.scores + one.scores)
+    assert all(math.isfinite(s) for s in both.scores + one.scores)
+
+
+def test_texts_without_content_tokens_are_errors():
+    # only stop words / punctuation (removed by the options), only [UNK] (emoji), nothing (zero-width)
+    for text in ["the of and", "!!! ...", "\U0001F600\U0001F600", "\u200b\u200b"]:
+        with pytest.raises(ValueError, match=r"moverscore: predictions\[1\] has no content token"):
+            moverscore(["The cat sat.", text], ["A cat sat.", "A dog ran."], stop_words=True)
+    with pytest.raises(ValueError, match=r"references\[0\]\[1\] has no content token"):
+        moverscore(["The cat sat."], [["A cat sat.", "\U0001F436\U0001F389"]])
+    # the same words are content when the options keep them
+    assert moverscore(["the of and"], ["The cat sat."]).scores[0] > 0
 
 
 def test_single_text_idf_warns():

@@ -45,8 +45,8 @@ HAND = [
     # stop words ("the", "a", "was") and non-alphabetic tokens ("42", ",") carry no mass
     # apple (0), apples (OOV: origin, 0) and pear (5) each move 1/3 to plum (10)
     ("The apple, 42 apples was a pear.", "plum.", "wms", (10 + 10 + 5) / 3),
-    # OOV words sit at the origin (spaCy's zero vector in the original)
-    ("zzz.", "pear.", "wms", 5.0),
+    # OOV words sit at the origin (spaCy's zero vector in the original), beside an in-vocabulary word
+    ("zzz plum.", "pear.", "wms", 5.0),
     # sentence order does not matter; two sentences of equal length vs the same two swapped
     ("apple. plum.", "plum. apple.", "sms", 0.0),
 ]
@@ -83,11 +83,19 @@ def test_ragged_references_and_input_order(toy):
 
 
 def test_documents_without_words_have_defined_scores(toy):
+    # Both sides empty is the worst score too: two texts without a word are not identical documents.
     with pytest.warns(RuntimeWarning, match=r"segments \[0, 1\] have a document with no kept word"):
         out = movers.sms(["42 !", "The a."], ["apple.", "... 7"], variant="s+wms")
-    assert out.scores == [0.0, 1.0]
-    assert out.extra["distances"] == [math.inf, 0.0]
+    assert out.scores == [0.0, 0.0]
+    assert out.extra["distances"] == [math.inf, math.inf]
     assert not any(math.isnan(x) for x in out.scores)
+
+
+def test_documents_of_only_unknown_words_have_no_content(toy):
+    # All words out of vocabulary would all sit at the origin: "zzz." and "qqq." would be identical.
+    with pytest.warns(RuntimeWarning, match=r"segments \[0, 1\] have a document with no kept word"):
+        out = movers.sms(["zzz.", "zzz."], ["pear.", "qqq."], variant="wms")
+    assert out.scores == [0.0, 0.0] and out.extra["distances"] == [math.inf, math.inf]
 
 
 def test_sentences_without_words_are_dropped(toy):

@@ -39,6 +39,7 @@ import torch
 from .._validation import check_choice, check_number, check_pairs
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation, plot_explanation
+from ..guards import check_encoder_inputs
 from ..histogram import Alignment, Histogram, unit_rows
 from ..idf import Idf, idf_from_ids
 from ..references import ReferenceGroups
@@ -83,6 +84,7 @@ class LazyEmdPairs:
     iterations: list[int]
     plans: list[np.ndarray] | None = None
     costs: list[np.ndarray] | None = None
+    masked_out: list[bool] | None = None  # the mask removed every plan entry: distance 0 from no match at all
 
 
 def lazy_emd_from_embeddings(predictions: Sequence[Histogram], references: Sequence[Histogram], *,
@@ -113,7 +115,10 @@ def lazy_emd_from_embeddings(predictions: Sequence[Histogram], references: Seque
                                   reg=reg, reg_a=reg_candidate, reg_b=reg_reference, max_iter=max_iter, tol=tol,
                                   accelerate=solver == "sinkhorn")
     plans = [t.plan if mask is None else t.plan * (c < mask) for t, c in zip(solved, costs)]
+    masked_out = [mask is not None and float(t.plan.sum()) > 0 and float(p.sum()) <= 1e-12 * float(t.plan.sum())
+                  for t, p in zip(solved, plans)]
     return LazyEmdPairs(distances=[float((p * c).sum()) for p, c in zip(plans, costs)],
+                        masked_out=masked_out,
                         converged=[bool(t.converged) for t in solved],
                         iterations=[int(t.iterations) for t in solved],
                         plans=[p.numpy() for p in plans] if return_plans else None,
@@ -201,6 +206,7 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
         raise ValueError(f"{name}: pass either `encoder` or `model`, not both.")
 
     groups = ReferenceGroups.of(refs)
+    check_encoder_inputs(name, encoder, preds, refs)  # no content token, or too large: fail before the model runs
     emb = encoder.embed(preds + groups.flat, batch_size=batch_size, verbose=verbose)
     hyp, ref = emb.select(0, len(preds)), emb.select(len(preds), len(emb))
     table, idf_label = _resolve_idf(name, idf, ref.ids, encoder.name)
@@ -218,6 +224,12 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
         warnings.warn(f"{name}: segments {not_converged[:10]} did not converge within "
                       f"max_iter={max_iter} iterations (tol {tol:g}); their scores are the last iterate. "
                       f"Increase `max_iter` or `reg`, or use larger `reg_candidate`/`reg_reference`.",
+                      RuntimeWarning, stacklevel=2)
+    masked_out = sorted({groups.owner[k] for k, out in enumerate(pairs.masked_out or []) if out})
+    if masked_out:
+        warnings.warn(f"{name}: segments {masked_out[:10]} have distance 0 only because the mask removed every "
+                      f"plan entry (no token pair with cos > {1 - threshold:.3g}): nothing was matched, which is "
+                      f"not evidence of similarity. preset='paper' (no mask) scores these pairs.",
                       RuntimeWarning, stacklevel=2)
     scores = groups.aggregate(pairs.distances, reference_aggregation)
     converged = [all(c) for c in groups.split(pairs.converged)]

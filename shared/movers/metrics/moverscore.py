@@ -39,7 +39,8 @@ from scipy.spatial.distance import cdist
 from .._validation import check_choice, check_number, check_pairs
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
-from ..filters import PUNCTUATION, is_subword, resolve_stopwords
+from ..filters import PUNCTUATION, is_subword, resolve_stopwords, subword_mask
+from ..guards import check_encoder_inputs
 from ..histogram import Alignment, Histogram, unit_rows
 from ..idf import Idf, idf_from_ids
 from ..references import ReferenceGroups
@@ -90,15 +91,15 @@ def moverscore_from_embeddings(prediction: Histogram, reference: Histogram, *, c
     ``m_r / |m_r|`` (columns, reference), ``C_ij`` = ``||h_i - r_j||`` ("euclidean"), its square
     ("sqeuclidean") or ``1 - cos`` ("cosine"), computed in float64 as direct differences (exactly 0 for
     identical vectors, so a text scores the maximum against itself); the score is ``transform(d)``.
-    A side with no mass: both empty -> d = 0 (nothing to transport, the original's result); one empty
-    -> d = the largest cost (2 or 4), ``Alignment.empty`` set.
+    A side with no mass -> d = the largest cost (2 or 4), ``Alignment.empty`` set; also when both are
+    empty (the original's d = 0 there would be a perfect score for two texts with nothing to compare).
     """
     m_h, x_h = np.asarray(prediction.mass, dtype=np.float64), np.asarray(prediction.points, dtype=np.float64)
     m_r, x_r = np.asarray(reference.mass, dtype=np.float64), np.asarray(reference.points, dtype=np.float64)
     sq = cdist(x_h, x_r, "sqeuclidean")
     c = np.sqrt(sq) if cost == "euclidean" else sq if cost == "sqeuclidean" else 0.5 * sq  # 1-cos = |x-y|^2/2
     if len(m_h) == 0 or len(m_r) == 0:
-        d = 0.0 if len(m_h) == len(m_r) else _COST_MAX[cost]  # one side empty: all mass pays the largest cost
+        d = _COST_MAX[cost]  # all mass pays the largest cost (EMD-hat's penalty), even with both sides empty
         return Alignment(score=_TRANSFORMS[transform](d), distance=d, cost=c if return_plan else None,
                          plan=np.zeros_like(c) if return_plan else None, empty=True)
     solved = emd(m_h / m_h.sum(), m_r / m_r.sum(), c, return_plan=return_plan)
@@ -115,9 +116,9 @@ def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors
     `stops` are dropped as asked. An n-gram is a window of n consecutive kept positions (stride 1; one
     window if fewer are kept, as v1) with the summed weight and the weight-averaged vector.
     """
+    subword = subword_mask(tokens) if remove_subwords else [False] * len(tokens)  # O(L), not O(L^2)
     keep = [p for p, tok in enumerate(tokens)
-            if special[p] or not ((remove_subwords and is_subword(tok, p, tokens))
-                                  or (remove_punctuation and tok in PUNCTUATION) or tok in stops)]
+            if special[p] or not (subword[p] or (remove_punctuation and tok in PUNCTUATION) or tok in stops)]
     vecs = vectors.to(torch.float64).numpy() if isinstance(vectors, torch.Tensor) else np.asarray(vectors, np.float64)
     if n_gram == 1:
         wins = [[p] for p in keep]
@@ -190,6 +191,12 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
         raise ValueError(f"{name}: pass either `encoder` or `model`/`layer`, not both.")
 
     groups = ReferenceGroups.of(refs)
+    check_encoder_inputs(  # no content token after the filters below, or too large: fail before the model runs
+        name, encoder, preds, refs,
+        drop=lambda tok, p, tokens: ((remove_subwords and is_subword(tok, p, tokens))
+                                     or (remove_punctuation and tok in PUNCTUATION) or tok in stops),
+        filters=", ".join(f for f, on in (("subword pieces", remove_subwords), ("punctuation", remove_punctuation),
+                                          ("stop words", bool(stops))) if on))
     idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, groups.flat, preds)
 
     def side(emb, i: int, table: Idf | None) -> Histogram:
@@ -217,7 +224,7 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
     if empty:
         warnings.warn(f"{name}: segments {empty[:10]} have a side with no weighted token (all "
-                      f"filtered, or idf 0); see the card's 'Empty histograms' for the score used.",
+                      f"filtered, or idf 0); the largest cost is used (the worst score), see the card.",
                       RuntimeWarning, stacklevel=2)
     per_reference = groups.split([pair.score for pair in pairs])
     scores = groups.aggregate([pair.score for pair in pairs], reference_aggregation)

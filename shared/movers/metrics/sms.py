@@ -42,8 +42,8 @@ import numpy as np
 import torch
 from scipy.spatial.distance import cdist
 
-from .._validation import check_choice, check_number, check_predictions, normalise_references
-from ..embedding import Encoder, load_encoder
+from .._validation import check_choice, check_documents, check_number
+from ..embedding import Encoder, load_encoder, resolve_device
 from ..explanation import Explanation
 from ..filters import resolve_stopwords
 from ..histogram import Alignment, Histogram
@@ -89,13 +89,13 @@ class _Document:
 def sms_from_embeddings(prediction: Histogram, reference: Histogram, *, return_plan: bool = False) -> Alignment:
     """The formula: ``d = min_P <P, C>`` with marginals ``m_h / |m_h|`` (rows, prediction) and
     ``m_r / |m_r|`` (columns, reference), ``C_ij = ||x_i - y_j||_2`` between the unnormalised vectors,
-    exact (float64); the score is ``exp(-d)``. A document with no point: both empty -> d = 0, score 1
-    (nothing to transport); one empty -> d = inf, score 0 (``Alignment.empty`` set)."""
+    exact (float64); the score is ``exp(-d)``. A document with no point -> d = inf, score 0, the worst
+    (``Alignment.empty`` set), also when both are empty: two texts with no word are not identical."""
     m_h, x_h = np.asarray(prediction.mass, np.float64), np.asarray(prediction.points, np.float64)
     m_r, x_r = np.asarray(reference.mass, np.float64), np.asarray(reference.points, np.float64)
     c = cdist(x_h, x_r, "euclidean") if len(m_h) and len(m_r) else np.zeros((len(m_h), len(m_r)))
     if len(m_h) == 0 or len(m_r) == 0:
-        d = 0.0 if len(m_h) == len(m_r) else math.inf
+        d = math.inf
         return Alignment(score=math.exp(-d), distance=d, cost=c if return_plan else None,
                          plan=np.zeros_like(c) if return_plan else None, empty=True)
     solved = emd(m_h / m_h.sum(), m_r / m_r.sum(), c, return_plan=return_plan)
@@ -144,7 +144,7 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
     """
     name = _NAMES.get(variant, "SMS").lower().replace("+", "_")
     check_choice(name, "variant", variant, list(VARIANTS))
-    preds, refs, segmented = _check_documents(name, predictions, references)
+    preds, refs, segmented = check_documents(name, predictions, references)
     if not isinstance(embedding, (str, os.PathLike)) or not str(embedding).strip():
         raise TypeError(f"{name}: `embedding` must be 'glove' or a model id / folder, got {embedding!r}.")
     embedding = str(embedding)
@@ -174,6 +174,7 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
         tokens[key] = tokenize_words(sentences, tokenizer)
 
     if static:
+        resolve_device(device)  # checked although static vectors run on CPU: device="cuda" without CUDA is an error
         vectors = load_static_vectors(embedding)
         encoder = None
         emb_fields: list[tuple[str, object]] = [("emb", vectors.name)]
@@ -204,8 +205,8 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
     if empty:
         warnings.warn(f"{name}: segments {empty[:10]} have a document with no kept word (no "
-                      f"alphabetic non-stop-word token): score 1.0 if both sides are empty, else 0.0 "
-                      f"(distance inf).", RuntimeWarning, stacklevel=2)
+                      f"alphabetic non-stop-word token with a vector): score 0.0 (distance inf), the worst.",
+                      RuntimeWarning, stacklevel=2)
     scores = groups.aggregate([p.score for p in pairs], reference_aggregation)
     distances = groups.aggregate([p.distance for p in pairs], "min" if reference_aggregation == "max" else "mean")
     signature = format_signature(_NAMES[variant], [
@@ -260,57 +261,6 @@ def _key(doc: Document) -> tuple[str, Any]:
     return ("text", doc) if isinstance(doc, str) else ("given", tuple(doc))
 
 
-def _check_documents(name: str, predictions: Any, references: Any) -> tuple[list, list[list], bool]:
-    """Validate texts or pre-segmented documents; returns (predictions, references as lists, segmented).
-
-    The form of ``predictions[0]`` decides: strings -> texts (references[i]: a string or a list of
-    strings); lists -> sentence lists (references[i]: a list of strings, or a list of such lists).
-    """
-    if isinstance(predictions, (list, tuple)) and predictions and not isinstance(predictions[0], str) \
-            and isinstance(predictions[0], (list, tuple)):
-        preds = [_check_sentences(name, f"predictions[{i}]", p) for i, p in enumerate(predictions)]
-        if references is None or isinstance(references, (str, bytes)) or not hasattr(references, "__iter__"):
-            raise TypeError(f"{name}: `references` must be a list (one entry per prediction), got "
-                            f"{type(references).__name__}.")
-        references = list(references)
-        if len(references) != len(preds):
-            raise ValueError(f"{name}: `predictions` and `references` must have the same length, got "
-                             f"{len(preds)} and {len(references)}.")
-        refs: list[list] = []
-        for i, group in enumerate(references):
-            arg = f"references[{i}]"
-            if isinstance(group, str) or not isinstance(group, (list, tuple)) or not group:
-                raise TypeError(f"{name}: `{arg}` must be a list of sentences (pre-segmented predictions need "
-                                f"pre-segmented references) or a list of such lists, got {_short(group)}.")
-            if all(isinstance(x, str) for x in group):
-                refs.append([_check_sentences(name, arg, group)])
-            else:
-                refs.append([_check_sentences(name, f"{arg}[{j}]", r) for j, r in enumerate(group)])
-        return preds, refs, True
-    preds = check_predictions(name, predictions)
-    refs = normalise_references(name, references, len(preds))
-    return preds, refs, False
-
-
-def _check_sentences(name: str, arg: str, doc: Any) -> tuple[str, ...]:
-    if isinstance(doc, str) or not isinstance(doc, (list, tuple)):
-        raise TypeError(f"{name}: `{arg}` must be a list of sentence strings (pre-segmented input), got "
-                        f"{_short(doc)}.")
-    if not doc:
-        raise ValueError(f"{name}: `{arg}` must hold at least one sentence, got an empty list.")
-    for j, s in enumerate(doc):
-        if not isinstance(s, str):
-            raise TypeError(f"{name}: `{arg}[{j}]` must be a string, got {_short(s)}.")
-        if not s.strip():
-            raise ValueError(f"{name}: `{arg}[{j}]` must be a non-empty sentence, got {s!r}.")
-    return tuple(doc)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
-
-
 def _blocks(pred_keys: list, groups: ReferenceGroups, ref_keys: list, tokens: dict) -> Iterator[list[int]]:
     """Consecutive segments whose documents hold at most ~_BLOCK_SENTENCES sentences (at least one segment)."""
     refs_of = groups.split(ref_keys)
@@ -338,6 +288,8 @@ def _static_document(sentences: list[list[str]], vectors, stops: frozenset[str])
     """Static vectors: identical lower-cased words are one point (mass = count); OOV -> zero vector."""
     words = [[s[p].lower() for p in kept_words(s, stops)] for s in sentences]
     words = [w for w in words if w]
+    if not any(w in vectors for s in words for w in s):
+        words = []  # only out-of-vocabulary words: all at the origin, no content (CJK vs Arabic would match)
     distinct = list(dict.fromkeys(w for s in words for w in s))
     index = {w: j for j, w in enumerate(distinct)}
     vecs = vectors.lookup(distinct)

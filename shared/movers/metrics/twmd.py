@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from .._validation import check_choice, check_number, check_pairs
+from ..guards import check_encoder_inputs
 from ..centering import CENTERINGS, Centering, CenteringSpec, centring_means
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
@@ -274,6 +275,7 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
                       f"small calls.", RuntimeWarning, stacklevel=2)
 
     groups = ReferenceGroups.of(refs)
+    check_encoder_inputs(name, encoder, preds, refs, self_normalised=True)  # before the model runs
     cand, ref, cand_labels, ref_labels = _kept_vectors(encoder, preds, groups.flat, PRESETS[preset], batch_size,
                                                        verbose)
     empty = [f"predictions[{i}]" for i, x in enumerate(cand) if len(x) == 0]
