@@ -112,17 +112,17 @@ def _resolve_model(model: str | os.PathLike | None) -> tuple[str, bool]:
     hint = (f"pass an existing model folder, a Hugging Face model id such as "
             f"'sentence-transformers/all-MiniLM-L6-v2', or leave `model` unset for the bundled {DEFAULT_MODEL}")
     if isinstance(model, os.PathLike) or _looks_like_path(text):
-        raise ValueError(f"movers: `model` {text!r} is not a folder (no such directory: "
+        raise ValueError(f"movers: `model` (SMS: `embedding`) {text!r} is not a folder (no such directory: "
                          f"{Path(text).expanduser().resolve()}); {hint}.")
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:
         validate_repo_id(text)
     except HFValidationError as err:
-        raise ValueError(f"movers: `model` {text!r} is neither a folder nor a valid Hugging Face model id "
+        raise ValueError(f"movers: `model` (SMS: `embedding`) {text!r} is neither a folder nor a valid Hugging Face model id "
                          f"({err}); {hint}.") from None
     if _hub_offline() and not _in_hub_cache(text):
-        raise OSError(f"movers: `model` {text!r} is not in the local Hugging Face cache and downloads are off "
+        raise OSError(f"movers: `model` (SMS: `embedding`) {text!r} is not in the local Hugging Face cache and downloads are off "
                       f"(HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE is set); download it once with network access "
                       f"(unset those variables), or {hint}.")
     return text, False
@@ -161,10 +161,10 @@ def _check_hub_model(repo_id: str) -> None:
     except GatedRepoError:
         return  # exists; transformers reports the access problem itself
     except RepositoryNotFoundError:
-        raise OSError(f"movers: `model` {repo_id!r} is not a model on the Hugging Face Hub (or is private "
+        raise OSError(f"movers: `model` (SMS: `embedding`) {repo_id!r} is not a model on the Hugging Face Hub (or is private "
                       f"and no token is set); {fix}.") from None
     except Exception as err:  # connection errors of whatever HTTP stack huggingface_hub uses
-        raise OSError(f"movers: `model` {repo_id!r} is not in the local Hugging Face cache and the Hub cannot "
+        raise OSError(f"movers: `model` (SMS: `embedding`) {repo_id!r} is not in the local Hugging Face cache and the Hub cannot "
                       f"be reached ({type(err).__name__}: {str(err)[:200]}); connect once to download it, "
                       f"or {fix}.") from None
 
@@ -229,7 +229,7 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
         net = transformers.AutoModel.from_pretrained(path, dtype=dtype, **kwargs)
     except (OSError, ValueError) as err:  # transformers' message names neither the argument nor a fix
-        raise OSError(f"movers: `model` {str(model)!r} could not be loaded as a Hugging Face encoder "
+        raise OSError(f"movers: `model` (SMS: `embedding`) {str(model)!r} could not be loaded as a Hugging Face encoder "
                       f"({type(err).__name__}: {str(err)[:300]}); pass a folder or hub id of a transformers "
                       f"model with a tokenizer, or leave `model` unset for the bundled default.") from err
     finally:
