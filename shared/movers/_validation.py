@@ -120,7 +120,7 @@ def check_documents(metric: str, predictions: Any, references: Any, *, allow_emp
     strings) or a non-empty list of documents. Returns (predictions, references as one list of
     documents per prediction, segmented); a document comes back as a tuple of sentences.
     """
-    preds = _check_list(metric, "predictions", predictions, "a list of strings or of sentence lists")
+    preds = _check_list(metric, "predictions", predictions, "a list of strings")
     if not preds or not isinstance(preds[0], (list, tuple)):
         preds = check_predictions(metric, preds, allow_empty_text=allow_empty_text)
         return preds, normalise_references(metric, references, len(preds), allow_empty_text=allow_empty_text), False
