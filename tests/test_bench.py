@@ -156,3 +156,36 @@ def test_sentbleu_reproduces_the_other_readme_sanity_figures(name, criterion, lo
     bleu = score_metric("sentbleu", [r["hypothesis"] for r in data.records],
                         [r["references"] for r in data.records], {"lowercase": lowercase})
     assert stats.spearmanr(bleu, data.human(criterion))[0] == pytest.approx(expected, abs=0.0015)
+
+
+# ---------------------------------------------------------------- development / validation suite
+
+def test_paired_bootstrap_point_values_and_pairing():
+    from movers.bench.suite import paired_bootstrap
+
+    rng = np.random.default_rng(2)
+    h1, h2 = rng.normal(size=150), rng.normal(size=150)
+    m = h1 + h2 + rng.normal(size=150)
+    groups = ["a"] * 70 + ["b"] * 80
+    value, dist = paired_bootstrap(m, [h1, h2], groups, "pearson", n_boot=300)
+    by_hand = np.mean([np.corrcoef(m[s], h[s])[0, 1] for s in (slice(0, 70), slice(70, None)) for h in (h1, h2)])
+    assert value == pytest.approx(by_hand, abs=1e-12) and dist.shape == (300,)
+    value_s, _ = paired_bootstrap(m, [h1], None, "spearman", n_boot=10)
+    assert value_s == pytest.approx(stats.spearmanr(m, h1)[0], abs=1e-12)
+    # The same items get the same resamples: a monotone rescaling leaves Spearman's paired difference at 0.
+    _, d1 = paired_bootstrap(m, [h1], groups, "spearman", n_boot=200, seed=5)
+    _, d2 = paired_bootstrap(np.exp(m), [h1], groups, "spearman", n_boot=200, seed=5)
+    assert np.allclose(d1, d2)
+
+
+def test_suite_cli_tables_and_cache(tmp_path, capsys):
+    data_path("bagel")
+    args = ["bench", "suite", "--set", "bagel", "--metric", "sentbleu", "--metric", 'sentbleu={"lowercase": true}',
+            "--bootstrap", "100", "--out", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "| sentbleu | 0.144 [" in out  # mean Spearman over the 3 criteria: (.162 + .154 + .117) / 3
+    assert 'Difference to `sentbleu`' in out
+    saved = json.loads((tmp_path / "suite_dev.json").read_text())
+    assert saved["sets"]["bagel"]["n"] == 404 and len(list((tmp_path / "scores").glob("bagel_*.json"))) == 2
+    assert main(args) == 0 and capsys.readouterr().out.count("(cached)") == 2
