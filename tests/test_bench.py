@@ -86,3 +86,106 @@ def test_demo_prints_scores_and_signature(capsys):
     out = capsys.readouterr().out
     assert "moverscore = 0.6210" in out  # = the GitHub original's corpus_score example (0.62097)
     assert "MoverScore|preset:github|" in out
+
+
+# ---------------------------------------------------------------- preprocessing as the papers'
+
+def test_wmt17_is_detokenized_and_unescaped_as_run_mt():
+    data_path("wmt17_da_seg_toen")
+    pytest.importorskip("sacremoses")
+    stored = load_dataset("wmt17_da_seg_toen", preprocess="none")
+    paper = load_dataset("wmt17_da_seg_toen")
+    assert stored.preprocessing == "none" and paper.preprocessing.startswith("moses-detok-en(sacremoses ")
+    by_id = {r["id"]: r for r in paper.records}
+    # A stored (tokenized, escaped) line with its detokenized form written out by hand.
+    raw = next(r for r in stored.records if "&apos;" in r["hypothesis"] and " , " in r["hypothesis"])
+    done = by_id[raw["id"]]["hypothesis"]
+    assert "&apos;" not in done and " ," not in done and "'" in done
+    assert done.replace(" ", "") == (raw["hypothesis"].replace("&apos;", "'").replace("&quot;", '"')
+                                     .replace("&amp;", "&").replace(" ", ""))  # only spaces/escapes move
+    assert not any("&apos;" in x or "&quot;" in x for r in paper.records for x in [r["hypothesis"], *r["references"]])
+
+
+def test_detokenize_rules():
+    pytest.importorskip("sacremoses")
+    from movers.bench.data import detokenize
+
+    texts, label = detokenize(["he said &quot; it &apos;s fine &quot; , didn &apos;t he ?", "a ( b ) c ."])
+    assert texts == ['he said "it\'s fine", didn\'t he?', "a (b) c."]  # Moses English rules, by hand
+    assert "sacremoses" in label
+
+
+def test_preprocess_option_is_checked():
+    with pytest.raises(ValueError, match="`preprocess` must be 'paper' or 'none'"):
+        load_dataset("wmt17_da_seg_toen", preprocess="moses")
+
+
+@pytest.mark.slow
+def test_sentbleu_reproduces_the_wmt17_readme_sanity_figures(tmp_path, capsys):
+    """../shared/data/wmt17_da_seg_toen/README.md: sacreBLEU sentence-BLEU on Moses-detokenized text gives
+    Pearson r cs .431, de .430, fi .578, lv .395, ru .478, tr .548, zh .508, avg .481 (issue 14: ± .002)."""
+    data_path("wmt17_da_seg_toen")
+    pytest.importorskip("sacremoses")
+    assert main(["bench", "correlation", "--data", "wmt17_da_seg_toen", "--group-by", "lp", "--metric", "sentbleu",
+                 "--bootstrap", "100", "--out", str(tmp_path)]) == 0
+    assert "preprocessing: moses-detok-en(sacremoses" in capsys.readouterr().out
+    saved = json.loads((tmp_path / "correlation_wmt17_da_seg_toen.json").read_text())
+    assert saved["preprocessing"].startswith("moses-detok-en")
+    readme = {"cs-en": .431, "de-en": .430, "fi-en": .578, "lv-en": .395, "ru-en": .478, "tr-en": .548,
+              "zh-en": .508}
+    got = saved["per_group_pearson"]["human"]["sentbleu"]
+    for lp, value in readme.items():
+        assert got[lp] == pytest.approx(value, abs=0.002), lp
+    assert saved["correlations"]["human"]["sentbleu"]["pearson"][0] == pytest.approx(0.481, abs=0.002)
+
+
+@pytest.mark.parametrize("name, criterion, lowercase, expected", [
+    # The READMEs' sentence-BLEU sanity figures (Spearman ρ; BAGEL/SF* lowercase inside BLEU).
+    ("bagel", "informativeness", True, .162), ("bagel", "naturalness", True, .153), ("bagel", "quality", True, .118),
+    ("sfhotel", "informativeness", True, .085), ("sfhotel", "naturalness", True, .142),
+    ("sfhotel", "quality", True, .060), ("sfres", "informativeness", True, .114),
+    ("sfres", "naturalness", True, .158), ("sfres", "quality", True, .114),
+    ("dailydialog_multiref", "human", False, .257),
+])
+def test_sentbleu_reproduces_the_other_readme_sanity_figures(name, criterion, lowercase, expected):
+    data_path(name)
+    from movers.bench.correlation import score_metric
+
+    data = load_dataset(name)
+    assert data.preprocessing == "none"  # these READMEs name no scoring-time step
+    bleu = score_metric("sentbleu", [r["hypothesis"] for r in data.records],
+                        [r["references"] for r in data.records], {"lowercase": lowercase})
+    assert stats.spearmanr(bleu, data.human(criterion))[0] == pytest.approx(expected, abs=0.0015)
+
+
+# ---------------------------------------------------------------- development / validation suite
+
+def test_paired_bootstrap_point_values_and_pairing():
+    from movers.bench.suite import paired_bootstrap
+
+    rng = np.random.default_rng(2)
+    h1, h2 = rng.normal(size=150), rng.normal(size=150)
+    m = h1 + h2 + rng.normal(size=150)
+    groups = ["a"] * 70 + ["b"] * 80
+    value, dist = paired_bootstrap(m, [h1, h2], groups, "pearson", n_boot=300)
+    by_hand = np.mean([np.corrcoef(m[s], h[s])[0, 1] for s in (slice(0, 70), slice(70, None)) for h in (h1, h2)])
+    assert value == pytest.approx(by_hand, abs=1e-12) and dist.shape == (300,)
+    value_s, _ = paired_bootstrap(m, [h1], None, "spearman", n_boot=10)
+    assert value_s == pytest.approx(stats.spearmanr(m, h1)[0], abs=1e-12)
+    # The same items get the same resamples: a monotone rescaling leaves Spearman's paired difference at 0.
+    _, d1 = paired_bootstrap(m, [h1], groups, "spearman", n_boot=200, seed=5)
+    _, d2 = paired_bootstrap(np.exp(m), [h1], groups, "spearman", n_boot=200, seed=5)
+    assert np.allclose(d1, d2)
+
+
+def test_suite_cli_tables_and_cache(tmp_path, capsys):
+    data_path("bagel")
+    args = ["bench", "suite", "--set", "bagel", "--metric", "sentbleu", "--metric", 'sentbleu={"lowercase": true}',
+            "--bootstrap", "100", "--out", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "| sentbleu | 0.144 [" in out  # mean Spearman over the 3 criteria: (.162 + .154 + .117) / 3
+    assert 'Difference to `sentbleu`' in out
+    saved = json.loads((tmp_path / "suite_dev.json").read_text())
+    assert saved["sets"]["bagel"]["n"] == 404 and len(list((tmp_path / "scores").glob("bagel_*.json"))) == 2
+    assert main(args) == 0 and capsys.readouterr().out.count("(cached)") == 2

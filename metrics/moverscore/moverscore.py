@@ -44,6 +44,10 @@ Args:
     reference_aggregation (`str`): "mean" (default, as the original's example) or "max".
     long_texts (`str`): "window" (default: sliding windows), "truncate" (as the original) or "error".
     batch_size (`int`), device (`str`), verbose (`bool`): runtime only; never change a score.
+    centering (`str` or `movers.Centering`): subtract a token mean before comparing (Chen et al. 2020):
+        "none" (default), "corpus" (one pair of means per call; order-free), "batch" (per run of
+        `centering_batch` consecutive segments; order dependent) or a table from `movers.fit_centering`.
+    centering_batch (`int`): segments per centring batch (default 32).
 Returns:
     score (`float`): mean of `scores`.
     scores (`list` of `float`): one score per segment, in input order; higher is better.
@@ -81,11 +85,12 @@ class Moverscore(movers.MoversMetric):  # movers' input checks before evaluate's
     def _compute(self, predictions, references, preset="github", model=None, layer=None, n_gram=None,
                  cost=None, transform=None, idf=False, remove_subwords=True, remove_punctuation=True,
                  stop_words=None, reference_aggregation="mean", long_texts="window", batch_size=64,
-                 device=None, verbose=False):
+                 device=None, verbose=False, centering="none", centering_batch=32):
         return movers.moverscore(
             predictions, references, preset=preset, model=model, layer=layer, n_gram=n_gram, cost=cost,
             transform=transform, idf=idf, remove_subwords=remove_subwords,
             remove_punctuation=remove_punctuation, stop_words=stop_words,
             reference_aggregation=reference_aggregation, long_texts=long_texts, batch_size=batch_size,
-            device=device, verbose=verbose,
+            device=device, verbose=verbose, centering=centering,
+            centering_batch=centering_batch,
         ).to_dict()

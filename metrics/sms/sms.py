@@ -42,6 +42,11 @@ Args:
     reference_aggregation (`str`): "max" (default; the closest reference) or "mean".
     long_texts (`str`): contextual only: "window" (default), "truncate" (as the original) or "error".
     batch_size (`int`), device (`str`), verbose (`bool`): runtime only; never change a score.
+    centering (`str` or `movers.Centering`): subtract a token mean before comparing (Chen et al. 2020):
+        "none" (default), "corpus" (one pair of means per call; order-free), "batch" (per run of
+        `centering_batch` consecutive segments; order dependent) or a table from `movers.fit_centering`.
+        Contextual embeddings only.
+    centering_batch (`int`): segments per centring batch (default 32).
 Returns:
     score (`float`): mean of `scores`.
     scores (`list` of `float`): exp(-distance) per segment, in (0, 1]; higher is better.
@@ -77,9 +82,10 @@ class Sms(movers.MoversMetric):  # movers' input checks before evaluate's
 
     def _compute(self, predictions, references, variant="sms", embedding="glove", layer=None, segmenter="punkt",
                  tokenizer="spacy", stop_words="en", reference_aggregation="max", long_texts="window",
-                 batch_size=64, device=None, verbose=False):
+                 batch_size=64, device=None, verbose=False, centering="none", centering_batch=32):
         return movers.sms(
             predictions, references, variant=variant, embedding=embedding, layer=layer, segmenter=segmenter,
             tokenizer=tokenizer, stop_words=stop_words, reference_aggregation=reference_aggregation,
-            long_texts=long_texts, batch_size=batch_size, device=device, verbose=verbose,
+            long_texts=long_texts, batch_size=batch_size, device=device, verbose=verbose, centering=centering,
+            centering_batch=centering_batch,
         ).to_dict()

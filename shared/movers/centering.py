@@ -8,17 +8,28 @@ batch of consecutive pairs. Modes, by name in every signature (``center:...``):
 * ``"corpus"`` — one pair of means over the whole call (order-free, depends on the call's texts);
 * ``"none"`` — no centring;
 * a fitted :class:`Centering` — fixed means (order- and call-free: shards score like one call).
+
+Order-free modes: ``"corpus"`` (a segment's score does not depend on the order of the call, only on
+which texts are in it), ``"none"`` and a fitted table (depends on nothing else in the call). ``"batch"``
+depends on the order: moving a segment to another batch of `k` changes its means and its score.
+
+Every metric with token (or word) vectors takes ``centering=`` and ``centering_batch=`` with these
+modes (twmd, moverscore, lazy_emd, and the contextual path of sms/s_wms); each centres the vectors it
+scores (its kept tokens or words), predictions and references separately, before its own
+normalisation; :func:`fit_centering` fits a table with the tokens a metric keeps under its options.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib
+import warnings
 from dataclasses import dataclass, field
 from typing import Literal, Sequence, Union
 
 import torch
 from torch import Tensor
 
-__all__ = ["Centering", "CENTERINGS", "CenteringSpec", "centring_means"]
+__all__ = ["Centering", "CENTERINGS", "CenteringSpec", "centring_means", "check_centering", "fit_centering"]
 
 CENTERINGS = ("batch", "corpus", "none")
 
@@ -93,3 +104,43 @@ def centring_means(centering: CenteringSpec, predictions: Sequence[Tensor], refe
         mu_c += [mc] * len(seg)
         mu_r += [mr] * len(seg)
     return mu_c, mu_r, "corpus" if centering == "corpus" else f"batch[k={k}]"
+
+
+def check_centering(name: str, centering: object, centering_batch: object, n_segments: int) -> None:
+    """Validate `centering` and `centering_batch` (messages name the argument); warn when a call-dependent
+    mode meets a single segment (its own means would be subtracted)."""
+    from ._validation import check_choice, check_number
+
+    if not isinstance(centering, (str, Centering)):
+        raise TypeError(f"{name}: `centering` must be one of {list(CENTERINGS)} or a fitted movers.Centering, "
+                        f"got {type(centering).__name__}.")
+    if isinstance(centering, str):
+        check_choice(name, "centering", centering, list(CENTERINGS))
+    check_number(name, "centering_batch", centering_batch, low=1, integer=True)
+    if isinstance(centering, str) and centering in ("batch", "corpus") and n_segments == 1:
+        warnings.warn(f"{name}: centering={centering!r} on a single segment subtracts that segment's own "
+                      f"token means; pass a fitted table (movers.fit_centering) or centering='none' to score "
+                      f"small calls.", RuntimeWarning, stacklevel=3)
+
+
+_FITTERS = {"moverscore": "moverscore", "lazy_emd": "lazy_emd", "sms": "sms", "s_wms": "sms", "wms": "sms"}
+
+
+def fit_centering(metric: str, predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]],
+                  **options) -> Centering:
+    """Fixed token means of `predictions` and (all) `references`, with the tokens (or words) `metric` keeps
+    under `options` (the same keyword options as the scoring call: model, layer, filters, ...).
+
+    Pass the result as ``<metric>(..., centering=<it>)``: scores no longer depend on the call. For
+    ``twmd`` use :meth:`movers.TwmdCentering.fit`.
+    """
+    if metric not in _FITTERS:
+        raise ValueError(f"fit_centering: `metric` must be one of {sorted(_FITTERS)} (twmd: "
+                         f"movers.TwmdCentering.fit), got {metric!r}.")
+    module = importlib.import_module(f"movers.metrics.{_FITTERS[metric]}")
+    if metric in ("s_wms", "wms"):
+        options = {**options, "variant": "s+wms" if metric == "s_wms" else "wms"}
+    cand, ref, model, layer, preset = module._centring_vectors(predictions, references, **options)
+    return Centering(prediction_mean=torch.cat(cand).mean(0), reference_mean=torch.cat(ref).mean(0),
+                     model=model, layer=layer, preset=preset,
+                     n_tokens=(sum(len(x) for x in cand), sum(len(x) for x in ref)))

@@ -3,6 +3,7 @@
     movers demo                      score a few real sentence pairs with evaluate.load("moverscore")
     movers register                  register the evaluate modules for bare-name offline loading
     movers bench correlation ...     metric vs human judgments (see movers.bench.correlation)
+    movers bench suite ...           settings over every development / validation set (movers.bench.suite)
     movers bench speed ...           side-by-side timings (see movers.bench.speed_<metric>)
 """
 from __future__ import annotations
@@ -58,9 +59,10 @@ def _register(argv: list[str]) -> int:
 
 
 def _bench(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation"):
-        print("usage: movers bench {speed,correlation} [options]\n"
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "suite"):
+        print("usage: movers bench {speed,correlation,suite} [options]\n"
               "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
+              "  movers bench suite --suite {dev,validation} --metric SLUG[=JSON] [...]\n"
               "  movers bench speed --metric SLUG [options of that benchmark]")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     kind, rest = argv[0], argv[1:]
@@ -68,6 +70,10 @@ def _bench(argv: list[str]) -> int:
         from .bench.correlation import main as run
 
         return run(rest)
+    if kind == "suite":
+        from .bench.suite import main as run_suite
+
+        return run_suite(rest)
     metric = "moverscore"
     if "--metric" in rest:
         i = rest.index("--metric")

@@ -59,11 +59,10 @@ def is_subword(token: str, position: int, tokens: Sequence[str]) -> bool:
     """True for a continuation piece: WordPiece ``##x`` (MoverScore tests ``'##' in token``),
     or a BPE / SentencePiece piece without its word-start marker (``Ġ``/``▁``) after the first token.
 
-    Whether `tokens` uses word-start markers at all is computed once per token list (the list last
-    seen is remembered), so a loop over all positions costs O(L), not O(L²); :func:`subword_mask`
-    does the loop in one call.
+    One call scans `tokens` for word-start markers (O(L)); for every position of a text use
+    :func:`subword_mask`, which scans once (O(L) in all, not O(L²)).
     """
-    return _is_subword(token, position, _has_markers(tokens))
+    return _is_subword(token, position, any(t.startswith(_MARKERS) for t in tokens))
 
 
 def _is_subword(token: str, position: int, marked: bool) -> bool:
@@ -72,17 +71,3 @@ def _is_subword(token: str, position: int, marked: bool) -> bool:
     if marked:
         return position > 1 and not token.startswith(_MARKERS) and token not in PUNCTUATION
     return False
-
-
-_last_markers: tuple[Sequence[str], int, bool] | None = None
-
-
-def _has_markers(tokens: Sequence[str]) -> bool:
-    """Whether any token starts with a word-start marker; remembered for the last list (same object and length)."""
-    global _last_markers
-    last = _last_markers  # one read: another thread may replace it
-    if last is not None and last[0] is tokens and last[1] == len(tokens):
-        return last[2]
-    marked = any(t.startswith(_MARKERS) for t in tokens)
-    _last_markers = (tokens, len(tokens), marked)
-    return marked

@@ -22,8 +22,8 @@ about 4,000 × 8,000 tokens (3,000 × 6,000 words of English with MiniLM). Raise
 MAX_TRANSPORT_ENTRIES = ...``) on a machine with more memory; it never changes a score, only refuses."""
 
 
-DropToken = Callable[[str, int, Sequence[str]], bool]
-"""A metric's token filter: (token, position, all tokens of the text incl. special tokens) -> removed."""
+KeptTokens = Callable[[Sequence[str]], Sequence[int]]
+"""A metric's token filter: all tokens of a text (special tokens included) -> the positions it keeps."""
 
 
 def text_labels(n_predictions: int, references: Sequence[Sequence[str]]) -> list[str]:
@@ -35,11 +35,11 @@ def text_labels(n_predictions: int, references: Sequence[Sequence[str]]) -> list
 
 
 def check_encoder_inputs(metric: str, encoder, predictions: Sequence[str], references: Sequence[Sequence[str]],
-                         *, drop: DropToken | None = None, filters: str = "", self_normalised: bool = False) -> None:
+                         *, kept: KeptTokens | None = None, filters: str = "", self_normalised: bool = False) -> None:
     """Both guards for a contextual-embedding metric, from the tokenizer alone (no model run).
 
     A text has content when one of its non-special tokens, as embedded (``long_texts`` applied), is
-    not ``[UNK]`` and not removed by `drop`. Sizes count every token incl. special tokens; with
+    not ``[UNK]`` and is kept by `kept`. Sizes count every token incl. special tokens; with
     `self_normalised` (TWMD), each text is also compared with itself, so ``max(n, m)²`` is bounded.
     """
     if not hasattr(encoder, "token_ids"):
@@ -52,11 +52,8 @@ def check_encoder_inputs(metric: str, encoder, predictions: Sequence[str], refer
     content = []
     for seq in ids:
         inner = range(lead, len(seq) - tail)
-        if drop is None:
-            content.append(any(seq[p] != unk for p in inner))
-        else:
-            tokens = tokenizer.convert_ids_to_tokens(seq)
-            content.append(any(seq[p] != unk and not drop(tokens[p], p, tokens) for p in inner))
+        positions = inner if kept is None else [p for p in kept(tokenizer.convert_ids_to_tokens(seq)) if p in inner]
+        content.append(any(seq[p] != unk for p in positions))
     check_content(metric, text_labels(len(predictions), references), content, filters=filters)
     n_pred = len(predictions)
     owner = [i for i, group in enumerate(references) for _ in group]

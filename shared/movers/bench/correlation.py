@@ -9,6 +9,10 @@ followed by ``=<JSON kwargs>``. Pearson, Spearman and Kendall are computed per s
 with ``--group-by``, then averaged, as WMT reports per language pair); 95% percentile bootstrap CIs
 resample segments (within groups). Output: a Markdown table on stdout, a PNG and a JSON of all
 scores under ``--out``.
+
+Text is preprocessed as the papers did when the set's README names a step (``--preprocess paper``,
+the default; see :mod:`movers.bench.data`): WMT17 is Moses-detokenized as MoverScore's ``run_MT.py``.
+The step applied is printed in the table header and saved in the JSON (``preprocessing``).
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from scipy import stats
 
 from .data import DEVELOPMENT, VALIDATION, Dataset, load_dataset
 
-__all__ = ["main", "correlations", "score_metric", "BASELINES"]
+__all__ = ["main", "correlations", "score_metric", "group_labels", "BASELINES"]
 
 logger = logging.getLogger("movers")
 
@@ -115,6 +119,23 @@ def correlations(metric: Sequence[float], human: Sequence[float], groups: Sequen
     return out
 
 
+def _per_group_pearson(metric: Sequence[float], human: Sequence[float], groups: Sequence[str]) -> dict[str, float]:
+    m, h, g = np.asarray(metric, float), np.asarray(human, float), np.asarray(groups)
+    return {name: float(stats.pearsonr(m[g == name], h[g == name])[0]) for name in sorted(set(groups))}
+
+
+def group_labels(records: Sequence[dict], group_by: str | None) -> list[str] | None:
+    """Group of each record: the value of one field, or of several joined (``--group-by year,lp``)."""
+    if not group_by:
+        return None
+    fields = [f.strip() for f in group_by.split(",") if f.strip()]
+    missing = [f for f in fields if f not in records[0]]
+    if missing:
+        raise ValueError(f"correlation: `--group-by` fields {missing} are not in the records "
+                         f"(fields: {sorted(records[0])}).")
+    return [".".join(str(r[f]) for f in fields) for r in records]
+
+
 # ---------------------------------------------------------------- CLI
 
 def _parse_metric(spec: str) -> tuple[str, str, dict]:
@@ -165,14 +186,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="slug or baseline, optionally =JSON kwargs; repeat for several")
     p.add_argument("--criterion", action="append", help="human criterion (default: all)")
     p.add_argument("--refs", choices=["all", "first"], default="all", help="references per item")
-    p.add_argument("--group-by", help="record field to correlate within (e.g. lp), then average")
+    p.add_argument("--group-by", help="record field(s) to correlate within (e.g. lp, or year,lp), then average")
+    p.add_argument("--preprocess", choices=["paper", "none"], default="paper",
+                   help="paper (default): the step the set's README names (WMT17: Moses detokenization, "
+                        "as MoverScore's run_MT.py); none: the stored text")
     p.add_argument("--limit", type=int, help="use a seeded random sample of N items (quick runs)")
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="bench-out", help="folder for the PNG and JSON")
     args = p.parse_args(argv)
 
-    data = load_dataset(args.data)
+    data = load_dataset(args.data, preprocess=args.preprocess)
     if args.data in VALIDATION or args.data.split(":")[0] in VALIDATION:
         print(f"> note: {args.data} is a VALIDATION set: final numbers only, never for choosing defaults.\n")
     elif args.data not in DEVELOPMENT and args.data.split(":")[0] not in DEVELOPMENT:
@@ -183,9 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         records = [records[i] for i in pick]
     preds = [r["hypothesis"] for r in records]
     refs = [list(r["references"]) if args.refs == "all" else [r["references"][0]] for r in records]
-    groups = [str(r[args.group_by]) for r in records] if args.group_by else None
+    groups = group_labels(records, args.group_by)
     criteria = args.criterion or data.criteria
-    sub = Dataset(data.name, records, data.criteria)
+    sub = Dataset(data.name, records, data.criteria, data.preprocessing)
 
     scores: dict[str, list[float]] = {}
     timing: dict[str, float] = {}
@@ -204,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     stem = f"correlation_{args.data.replace(':', '-')}"
     print(f"## {args.data}: {len(records)} items, refs={args.refs}"
           + (f", per {args.group_by} then averaged" if groups else "")
-          + f", 95% bootstrap CI ({args.bootstrap} resamples)\n")
+          + f", 95% bootstrap CI ({args.bootstrap} resamples), preprocessing: {data.preprocessing}\n")
     summary = {}
+    per_group: dict[str, dict[str, dict[str, float]]] = {}
     for criterion in criteria:
         human = sub.human(criterion)
         rows = [(label, correlations(s, human, groups, n_boot=args.bootstrap, seed=args.seed))
@@ -218,9 +243,19 @@ def main(argv: list[str] | None = None) -> int:
             cells = [f"{r[k][0]:.3f} [{r[k][1]:.3f}, {r[k][2]:.3f}]" for k in ("pearson", "spearman", "kendall")]
             print(f"| {label} | " + " | ".join(cells) + f" | {timing[label]:.1f} |")
         print()
+        if groups:
+            per_group[criterion] = {label: _per_group_pearson(s, human, groups) for label, s in scores.items()}
+            names = sorted(set(groups))
+            print("| Pearson r per " + args.group_by + " | " + " | ".join(names) + " | avg |")
+            print("|---|" + "---|" * (len(names) + 1))
+            for label, values in per_group[criterion].items():
+                print(f"| {label} | " + " | ".join(f"{values[g]:.3f}" for g in names)
+                      + f" | {np.mean(list(values.values())):.3f} |")
+            print()
         _plot(out / f"{stem}_{criterion}.png", args.data, criterion, rows, scores, human)
     (out / f"{stem}.json").write_text(json.dumps({"data": args.data, "n": len(records), "refs": args.refs,
-                                                  "group_by": args.group_by, "correlations": summary,
+                                                  "preprocessing": data.preprocessing, "group_by": args.group_by, "correlations": summary,
+                                                  "per_group_pearson": per_group,
                                                   "seconds": timing, "scores": scores}, indent=1))
     print(f"saved {out / stem}_*.png and {out / stem}.json")
     return 0

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from .._validation import check_choice, check_number, check_pairs
+from ..centering import Centering, CenteringSpec, centring_means, check_centering
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation, plot_explanation
 from ..guards import check_encoder_inputs
@@ -133,7 +134,7 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
              tol: float = 1e-6, solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = "sinkhorn",
              long_texts: Literal["window", "truncate", "error"] = "window", return_matching: bool = False,
              batch_size: int = 64, device: str | None = None, verbose: bool = False, encoder: Encoder | None = None,
-             return_plans: bool = False) -> Scores:
+             return_plans: bool = False, centering: CenteringSpec = "none", centering_batch: int = 32) -> Scores:
     """Lazy-EMD distance of each prediction to its reference(s), and the similarity ``1 - distance``.
 
     Args:
@@ -168,6 +169,13 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
         encoder: A ready :class:`Encoder` (overrides `model`, `layer`, `device`, `long_texts`).
         return_plans: Add ``extra["alignments"]``: per segment and reference, a
             :class:`~movers.explain.Explanation` (tokens, masses, cost, the plan P* as scored, distance).
+        centering: Subtract a token mean from the token vectors before the cosine cost (Chen et al.
+            2020's batch centring, as :func:`~movers.twmd`), predictions and references separately,
+            means over the real (non-special) tokens: "none" (default; the original, kept by the
+            development sets, see the card), "corpus" (order-free), "batch" (each run of
+            `centering_batch` consecutive segments; order dependent) or a fitted
+            :class:`~movers.Centering` (``movers.fit_centering("lazy_emd", ...)``; call-free).
+        centering_batch: k for ``centering="batch"`` (32).
     Returns:
         :class:`~movers.result.Scores`: ``scores`` = distances (lower is better), ``score`` their mean,
         ``extra``: ``similarities`` (``1 - distance``, higher is better, 1 for identical texts) and
@@ -205,14 +213,26 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     elif model is not None:
         raise ValueError(f"{name}: pass either `encoder` or `model`, not both.")
 
+    check_centering(name, centering, centering_batch, len(preds))
+    if isinstance(centering, Centering):
+        centering.check(name, encoder.name, encoder.layer_label, _KEPT_LABEL)
+
     groups = ReferenceGroups.of(refs)
     check_encoder_inputs(name, encoder, preds, refs)  # no content token, or too large: fail before the model runs
     emb = encoder.embed(preds + groups.flat, batch_size=batch_size, verbose=verbose)
     hyp, ref = emb.select(0, len(preds)), emb.select(len(preds), len(emb))
     table, idf_label = _resolve_idf(name, idf, ref.ids, encoder.name)
-    hyp_sides = [Histogram(hyp.tokens[i], lazy_emd_masses(hyp.ids[i], hyp.special[i], table), hyp.vectors[i])
+    hyp_vecs, ref_vecs = list(hyp.vectors), list(ref.vectors)
+    center_label = "none"
+    if centering != "none":
+        mu_h, mu_r, center_label = centring_means(centering, [_real(hyp, i) for i in range(len(preds))],
+                                                  [_real(ref, k) for k in range(len(groups.flat))], groups.owner,
+                                                  centering_batch)
+        hyp_vecs = [v.to(torch.float64) - mu_h[i] for i, v in enumerate(hyp_vecs)]
+        ref_vecs = [v.to(torch.float64) - mu_r[groups.owner[k]] for k, v in enumerate(ref_vecs)]
+    hyp_sides = [Histogram(hyp.tokens[i], lazy_emd_masses(hyp.ids[i], hyp.special[i], table), hyp_vecs[i])
                  for i in range(len(preds))]
-    ref_sides = [Histogram(ref.tokens[k], lazy_emd_masses(ref.ids[k], ref.special[k], table), ref.vectors[k])
+    ref_sides = [Histogram(ref.tokens[k], lazy_emd_masses(ref.ids[k], ref.special[k], table), ref_vecs[k])
                  for k in range(len(groups.flat))]
     keep = return_plans or return_matching
     pairs = lazy_emd_from_embeddings([hyp_sides[i] for i in groups.owner], ref_sides, reg=reg,
@@ -247,6 +267,7 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
         ("agg", reference_aggregation),
         ("model", encoder.name),
         ("layer", encoder.layer_label),
+        ("center", center_label),
         ("mass", idf_label),
         ("mask", "none" if threshold is None else format_float(threshold)),
         ("long", encoder.long_texts),
@@ -266,6 +287,29 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     if return_plans:
         extra["alignments"] = groups.split(alignments)
     return Scores(score=float(np.mean(scores)), scores=scores, signature=signature, extra=extra)
+
+
+_KEPT_LABEL = "lazy_emd[real-tokens]"
+"""The token selection of lazy_emd's centring means (a fitted table's ``preset`` field)."""
+
+
+def _real(emb, i: int) -> torch.Tensor:
+    """float64 vectors of the real (non-special) tokens of text `i`: the ones with mass."""
+    return emb.vectors[i].to(torch.float64)[[p for p, s in enumerate(emb.special[i]) if not s]]
+
+
+def _centring_vectors(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
+                      model: str | None = None, layer: int = -1, long_texts: str = "window", batch_size: int = 64,
+                      device: str | None = None, verbose: bool = False, encoder: Encoder | None = None,
+                      **_unused) -> tuple[list[torch.Tensor], list[torch.Tensor], str, str, str]:
+    """Real-token vectors of predictions and all references, for :func:`movers.fit_centering`."""
+    preds, refs = check_pairs("lazy_emd", predictions, references)
+    if encoder is None:
+        encoder = load_encoder(model, layer=layer, device=device, long_texts=long_texts)
+    flat = ReferenceGroups.of(refs).flat
+    emb = encoder.embed(preds + flat, batch_size=batch_size, verbose=verbose)
+    vecs = [_real(emb, j) for j in range(len(emb))]
+    return vecs[:len(preds)], vecs[len(preds):], encoder.name, encoder.layer_label, _KEPT_LABEL
 
 
 def _check_strength(name: str, arg: str, value: Any) -> None:

