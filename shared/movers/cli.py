@@ -1,9 +1,13 @@
-"""The ``movers`` command line.
+"""movers: optimal-transport metrics for generated text (command line).
 
+usage: movers COMMAND [options]      (movers COMMAND --help for its options)
+
+    movers score -m SLUG -r REFS -c HYPS   score a hypothesis file against reference files (sacreBLEU-style)
     movers demo                      score a few real sentence pairs with evaluate.load("moverscore")
     movers register                  register the evaluate modules for bare-name offline loading
     movers bench correlation ...     metric vs human judgments (see movers.bench.correlation)
     movers bench speed ...           side-by-side timings (see movers.bench.speed_<metric>)
+    movers --version                 print the version
 """
 from __future__ import annotations
 
@@ -67,7 +71,11 @@ def _bench(argv: list[str]) -> int:
     if kind == "correlation":
         from .bench.correlation import main as run
 
-        return run(rest)
+        try:
+            return run(rest)
+        except FileNotFoundError as e:  # no data folder: one line naming $MOVERS_DATA, not a traceback
+            print(f"movers bench correlation: error: {e}", file=sys.stderr)
+            return 2
     metric = "moverscore"
     if "--metric" in rest:
         i = rest.index("--metric")
@@ -81,10 +89,21 @@ def _bench(argv: list[str]) -> int:
     return module.main(rest)
 
 
+def _score(argv: list[str]) -> int:
+    from .cli_score import main as run
+
+    return run(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    commands = {"demo": _demo, "register": _register, "bench": _bench}
+    if argv and argv[0] in ("-V", "--version"):
+        from . import __version__
+
+        print(f"movers {__version__}")
+        return 0
+    commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score}
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
