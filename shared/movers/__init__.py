@@ -40,6 +40,8 @@ __all__ = [
     "lazy_emd",
     "lazy_emd_plot",
     "text_features",
+    "reward",
+    "Reward",
 ]
 
 # name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap.
@@ -63,6 +65,8 @@ _LAZY = {
     "lazy_emd": "metrics.lazy_emd",
     "lazy_emd_plot": "metrics.lazy_emd",
     "text_features": "features",
+    "reward": "reward",
+    "Reward": "reward",
 }
 
 
