@@ -7,6 +7,7 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers register                  register the evaluate modules for bare-name offline loading
     movers bench correlation ...     metric vs human judgments (see movers.bench.correlation)
     movers bench speed ...           side-by-side timings (see movers.bench.speed_<metric>)
+    movers bench baselines ...       recompute the shipped rescaling baselines (movers/data/baselines.json)
     movers --version                 print the version
 """
 from __future__ import annotations
@@ -62,10 +63,15 @@ def _register(argv: list[str]) -> int:
 
 
 def _bench(argv: list[str]) -> int:
+    if argv and argv[0] == "baselines":
+        from .bench.baselines import main as run_baselines
+
+        return run_baselines(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation"):
         print("usage: movers bench {speed,correlation} [options]\n"
               "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
-              "  movers bench speed --metric SLUG [options of that benchmark]")
+              "  movers bench speed --metric SLUG [options of that benchmark]\n"
+              "  movers bench baselines [--pairs N --out FILE]   (the shipped rescaling baselines)")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     kind, rest = argv[0], argv[1:]
     if kind == "correlation":
