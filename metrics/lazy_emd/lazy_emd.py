@@ -52,6 +52,8 @@ Args:
     long_texts (`str`): "window" (default: sliding windows), "truncate" (as the original) or "error".
     return_matching (`bool`): also return the tokens and the plan P* of every pair (see `matching`).
     batch_size (`int`), device (`str`), verbose (`bool`): runtime only; never change a score.
+    empty_predictions (`str`): "worst" (default): an empty or whitespace-only prediction gets the
+        metric's worst value, with a warning; "error": rejected. Empty references are always an error.
 Returns:
     score (`float`): mean of `scores`.
     scores (`list` of `float`): Lazy-EMD distance per segment, in input order; lower is better, >= 0.
@@ -98,11 +100,12 @@ class LazyEmd(evaluate.Metric):
     def _compute(self, predictions, references, reg=0.009, reg_candidate=0.23, reg_reference=0.31,
                  preset="original", mask=None, idf=False, model=None, layer=-1, reference_aggregation="min",
                  max_iter=200_000, tol=1e-6, solver="sinkhorn", long_texts="window", return_matching=False,
-                 batch_size=64, device=None, verbose=False):
+                 batch_size=64, device=None, verbose=False, empty_predictions="worst"):
         return movers.lazy_emd(
             predictions, references, reg=reg, reg_candidate=reg_candidate, reg_reference=reg_reference,
             preset=preset, mask=mask, idf=idf, model=model, layer=layer,
             reference_aggregation=reference_aggregation, max_iter=max_iter, tol=tol, solver=solver,
             long_texts=long_texts,
             return_matching=return_matching, batch_size=batch_size, device=device, verbose=verbose,
+            empty_predictions=empty_predictions,
         ).to_dict()

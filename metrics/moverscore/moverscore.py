@@ -44,6 +44,10 @@ Args:
     reference_aggregation (`str`): "mean" (default, as the original's example) or "max".
     long_texts (`str`): "window" (default: sliding windows), "truncate" (as the original) or "error".
     batch_size (`int`), device (`str`), verbose (`bool`): runtime only; never change a score.
+    empty_predictions (`str`): "worst" (default): an empty or whitespace-only prediction gets the
+        metric's worst value, with a warning; "error": rejected. Empty references are always an error.
+    baseline (`float` or `str`): None (default); "fit" (random pairs of this call's texts), "bundled"
+        (shipped for the default settings) or a number b: scores become (s - b) / (1 - b).
 Returns:
     score (`float`): mean of `scores`.
     scores (`list` of `float`): one score per segment, in input order; higher is better.
@@ -81,11 +85,11 @@ class Moverscore(evaluate.Metric):
     def _compute(self, predictions, references, preset="github", model=None, layer=None, n_gram=None,
                  cost=None, transform=None, idf=False, remove_subwords=True, remove_punctuation=True,
                  stop_words=None, reference_aggregation="mean", long_texts="window", batch_size=64,
-                 device=None, verbose=False):
+                 device=None, verbose=False, empty_predictions="worst", baseline=None):
         return movers.moverscore(
             predictions, references, preset=preset, model=model, layer=layer, n_gram=n_gram, cost=cost,
             transform=transform, idf=idf, remove_subwords=remove_subwords,
             remove_punctuation=remove_punctuation, stop_words=stop_words,
             reference_aggregation=reference_aggregation, long_texts=long_texts, batch_size=batch_size,
-            device=device, verbose=verbose,
+            device=device, verbose=verbose, empty_predictions=empty_predictions, baseline=baseline,
         ).to_dict()

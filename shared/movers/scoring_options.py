@@ -83,9 +83,21 @@ def _is_empty(prediction: Any) -> bool:
     return False
 
 
+def _reference_groups(metric: str, preds: list, references: Any) -> list[list[Any]]:
+    """References as one list per segment, validated by the metric's own rules (empty ones are an error)."""
+    segmented = bool(preds) and isinstance(preds[0], (list, tuple))
+    stand_in = [["x"] if segmented else "x"] * len(preds)  # only the references are checked here
+    if metric in ("sms", "s_wms"):
+        from .metrics.sms import _check_documents
+
+        return _check_documents(metric, stand_in, references)[1]
+    return normalise_references(metric, references, len(preds))
+
+
 def _add_fields(signature: str, fields: list[tuple[str, str]], nrefs: Any) -> str:
-    """Insert fields before the version tail (``|v:``) and restore the full call's ``nrefs``."""
-    signature = re.sub(r"\|nrefs:[^|]*", f"|nrefs:{nrefs}", signature, count=1)
+    """Insert fields before the version tail (``|v:``); restore the full call's ``nrefs`` when given."""
+    if nrefs is not None:
+        signature = re.sub(r"\|nrefs:[^|]*", f"|nrefs:{nrefs}", signature, count=1)
     text = "".join(f"|{k}:{v}" for k, v in fields)
     head, sep, tail = signature.partition("|v:")
     return f"{head}{text}{sep}{tail}" if sep else signature + text
@@ -131,14 +143,17 @@ def with_scoring_options(metric: str) -> Callable[[Callable[..., Scores]], Calla
                 [i for i, p in enumerate(preds) if _is_empty(p)]
             if not empty:
                 result = function(predictions, references, **options)
-                refs = normalise_references(metric, references, len(preds), allow_empty_text=True)
+                refs, nrefs = None, None
             else:
                 result, refs = _score_without(metric, function, preds, references, empty, options)
+                nrefs = nrefs_label(refs)
             fields = [("empty", empty_predictions)]
             if rescalable:
+                if baseline == "fit" and refs is None:
+                    refs = _reference_groups(metric, preds, references)
                 result, label = _rescale(metric, function, result, baseline, preds, refs, options)
                 fields.append(("baseline", label))
-            signature = _add_fields(result.signature, fields, nrefs_label(refs))
+            signature = _add_fields(result.signature, fields, nrefs)
             return Scores(score=result.score, scores=result.scores, signature=signature, extra=result.extra)
 
         base = inspect.signature(function)
@@ -157,7 +172,7 @@ def with_scoring_options(metric: str) -> Callable[[Callable[..., Scores]], Calla
 def _score_without(metric: str, function: Callable[..., Scores], preds: list, references: Any,
                    empty: list[int], options: dict[str, Any]) -> tuple[Scores, list[list[str]]]:
     """Score the non-empty predictions alone; put the worst values at the empty positions."""
-    refs = normalise_references(metric, references, len(preds))  # empty references stay an error
+    refs = _reference_groups(metric, preds, references)  # empty references stay an error
     warnings.warn(f"{metric}: predictions {empty[:10]}{'...' if len(empty) > 10 else ''} are empty; scored as the "
                   f"metric's worst value (empty_predictions='worst'; 'error' rejects them).",
                   RuntimeWarning, stacklevel=3)
@@ -171,19 +186,21 @@ def _score_without(metric: str, function: Callable[..., Scores], preds: list, re
     position = {i: k for k, i in enumerate(keep)}
 
     def merged(values: Sequence[Any], key: str) -> list[Any]:
-        return [values[position[i]] if i in position else worst[i][key] for i in range(n)]
+        # per-segment outputs without a worst value (e.g. return_plans' alignments) are None there
+        return [values[position[i]] if i in position else worst[i].get(key) for i in range(n)]
 
     scores = merged(part.scores if keep else [], "scores")
     extra: dict[str, Any] = {}
     for key, value in part.extra.items():
-        if key in worst[0] and isinstance(value, (list, tuple)):
+        if isinstance(value, (list, tuple)) and len(value) == len(part.scores):  # one entry per segment
             extra[key] = merged(value if keep else [], key)
-        elif key in ("similarity",) and "similarities" in extra:
-            extra[key] = float(np.mean(extra["similarities"]))
         elif keep:
             extra[key] = value
-    if "per_reference" in worst[0] and "per_reference" not in extra and any(len(r) > 1 for r in refs):
-        extra["per_reference"] = merged([[s] for s in part.scores] if keep else [], "per_reference")
+    if "similarity" in part.extra and "similarities" in extra:  # Lazy-EMD's mean similarity, over all segments
+        extra["similarity"] = float(np.mean(extra["similarities"]))
+    if any(len(r) > 1 for r in refs) and "per_reference" in worst[0] and "per_reference" not in extra:
+        extra["per_reference"] = [part.extra.get("per_reference", [[s] for s in part.scores])[position[i]]
+                                  if i in position else worst[i]["per_reference"] for i in range(n)]
     extra["empty_predictions"] = list(empty)
     return Scores(score=float(np.mean(scores)), scores=scores, signature=part.signature, extra=extra), refs
 
@@ -202,13 +219,13 @@ def _check_baseline(metric: str, baseline: Any, options: dict[str, Any]) -> None
 
 
 def _rescale(metric: str, function: Callable[..., Scores], result: Scores, baseline: Any, preds: list | None,
-             refs: list[list[str]], options: dict[str, Any]) -> tuple[Scores, str]:
+             refs: list[list[Any]] | None, options: dict[str, Any]) -> tuple[Scores, str]:
     if baseline is None:
         return result, "none"
     if metric == "moverscore" and options.get("transform") == "d":
         raise ValueError(f"{metric}: `baseline` rescales similarities; transform='d' gives distances.")
     if baseline == "fit":
-        b, label = _fit(metric, function, preds or [], refs, options)
+        b, label = _fit(metric, function, preds or [], refs or [], options)
     elif baseline == "bundled":
         entry = bundled_baselines().get(metric)
         mine = _settings(result.signature)

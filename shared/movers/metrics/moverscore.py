@@ -44,6 +44,7 @@ from ..histogram import Alignment, Histogram, unit_rows
 from ..idf import Idf, idf_from_ids
 from ..references import ReferenceGroups
 from ..result import Scores
+from ..scoring_options import with_scoring_options
 from ..signature import format_signature, library_versions, nrefs_label
 from ..transport import emd
 
@@ -130,6 +131,7 @@ def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors
     return Histogram([labels[k] for k in positive], mass[positive], unit_rows(points[positive]))
 
 
+@with_scoring_options("moverscore")
 def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
                preset: str = DEFAULT_PRESET, model: str | None = None,
                layer: int | Sequence[int] | None = None, n_gram: int | None = None,

@@ -39,6 +39,7 @@ from ..explanation import Explanation
 from ..histogram import Alignment, Histogram, unit_rows
 from ..references import ReferenceGroups
 from ..result import Scores
+from ..scoring_options import with_scoring_options
 from ..signature import format_float, format_signature, library_versions, nrefs_label
 from ..transport import buckets, pad
 
@@ -198,6 +199,7 @@ def _softmax_plan(x: Tensor, y: Tensor, temperature: float) -> "np.ndarray":
     return (torch.softmax(x @ y.T / temperature, dim=1) / x.shape[0]).cpu().numpy()
 
 
+@with_scoring_options("twmd")
 def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
          variant: Literal["twmd", "trwmd"] = "twmd", centering: CenteringSpec = "batch",
          temperature: float | None = None, iterations: int = 1,
