@@ -114,22 +114,18 @@ def reward(metric: str, *, reference_column: str = "reference", **options: Any) 
 
 
 def _worst(metric: str, options: dict[str, Any]) -> float:
-    """The lowest reward the metric can give (the value for an empty completion)."""
-    if metric == "moverscore":
-        from .metrics.moverscore import _COST_MAX, _TRANSFORMS, PRESETS
+    """The lowest reward the metric can give (the value for an empty completion), from the metric's own
+    ``empty_predictions="worst"`` rule (:func:`movers.scoring_options.worst_values`)."""
+    if metric == "delta_bleu":
+        return 0.0  # sacreBLEU scores an empty hypothesis 0
+    from .scoring_options import worst_values
 
-        preset = PRESETS[options.get("preset", "github")]
-        cost = options.get("cost") or preset.cost
-        transform = options.get("transform") or preset.transform
-        value = _TRANSFORMS[transform](_COST_MAX[cost])
-        return -value if transform == "d" else value
-    if metric in ("sms", "s_wms"):
-        return 0.0  # exp(-d) as d -> inf
-    if metric == "twmd":
-        return -1.0  # F of cosine similarities between unit vectors
+    worst = worst_values(metric, options)
     if metric == "lazy_emd":
-        return 1.0 - 2.0  # similarity when all mass moves at the largest cost 1 - cos = 2
-    return 0.0  # delta_bleu: sacreBLEU scores an empty hypothesis 0
+        return float(worst["similarities"])
+    if metric == "moverscore" and options.get("transform") == "d":
+        return -float(worst["scores"])
+    return float(worst["scores"])
 
 
 def _higher_is_better(metric: str, result: Any, options: dict[str, Any]) -> list[float]:
