@@ -196,3 +196,45 @@ def test_bench_correlation_without_data_names_movers_data(tmp_path):
                env={"MOVERS_DATA": str(tmp_path / "nowhere")}, cwd=tmp_path)
     line = one_line_error(proc, prefix="movers bench correlation: error: ")
     assert "$MOVERS_DATA" in line and str(tmp_path / "nowhere") in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("metric", ["moverscore", "sms", "s_wms", "twmd", "lazy_emd"])
+def test_explain_writes_the_plan_of_the_scored_pair(tmp_path, metric, capsys):
+    """In process for all five (same main() as the console script); the real command once, below."""
+    from movers.cli import main
+
+    hyp, ref = "The cat sat on the mat.", "A cat was sitting on the mat."
+    png = tmp_path / "plan.png"
+    assert main(["explain", "-m", metric, hyp, ref, "-o", str(png), "-f", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    api = getattr(movers, metric)([hyp], [ref])
+    assert got["score"] == pytest.approx(api.scores[0], abs=1e-9) and got["signature"] == api.signature
+    plan = np.asarray(got["plan"])
+    assert plan.shape == (len(got["prediction_labels"]), len(got["reference_labels"])) and plan.sum() > 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+@pytest.mark.slow
+def test_explain_command_text_output(tmp_path):
+    hyp, ref = "The cat sat on the mat.", "A cat was sitting on the mat."
+    proc = run("explain", "-m", "moverscore", hyp, ref, "-o", str(tmp_path / "plan.png"))
+    assert proc.returncode == 0, proc.stderr
+    e = movers.explain("moverscore", hyp, ref)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"moverscore = {e.score:.4f} (distance {e.distance:.4f}, cost euclidean)"
+    assert lines[-2] == e.signature and lines[-1] == f"wrote {tmp_path / 'plan.png'}"
+    assert (tmp_path / "plan.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_explain_errors_are_one_line(capsys):
+    from movers.cli import main
+
+    for args, message in ((["  ", "A cat."], "the prediction is empty"),
+                          (["A cat.", "A dog.", "--opt", "colour=red"], "unknown option 'colour'")):
+        status = main(["explain", "-m", "moverscore", *args])
+        out, err = capsys.readouterr()
+        line = one_line_error(subprocess.CompletedProcess([], status, out, err), prefix="movers explain: error: ")
+        assert message in line
+    proc = run("explain", "-m", "delta_bleu", "A cat.", "A dog.")
+    assert proc.returncode == 2 and "invalid choice: 'delta_bleu'" in proc.stderr

@@ -3,6 +3,7 @@
 usage: movers COMMAND [options]      (movers COMMAND --help for its options)
 
     movers score -m SLUG -r REFS -c HYPS   score a hypothesis file against reference files (sacreBLEU-style)
+    movers explain -m SLUG HYP REF -o plan.png   heatmap of one pair's transport plan
     movers demo                      score a few real sentence pairs with evaluate.load("moverscore")
     movers register                  register the evaluate modules for bare-name offline loading
     movers bench correlation ...     metric vs human judgments (see movers.bench.correlation)
@@ -17,6 +18,7 @@ import importlib
 import logging
 import os
 import sys
+import warnings
 
 __all__ = ["main"]
 
@@ -95,21 +97,34 @@ def _bench(argv: list[str]) -> int:
     return module.main(rest)
 
 
+def _explain(argv: list[str]) -> int:
+    from .cli_explain import main as run
+
+    return run(argv)
+
+
 def _score(argv: list[str]) -> int:
     from .cli_score import main as run
 
     return run(argv)
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one line on stderr (no source line of the library): ``movers: warning: ...``."""
+    print(f"movers: warning: {message}", file=sys.stderr if file is None else file)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    warnings.showwarning = _one_line_warning
     if argv and argv[0] in ("-V", "--version"):
         from . import __version__
 
         print(f"movers {__version__}")
         return 0
-    commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score}
+    commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score,
+                "explain": _explain}
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
