@@ -238,3 +238,36 @@ def test_explain_errors_are_one_line(capsys):
         assert message in line
     proc = run("explain", "-m", "delta_bleu", "A cat.", "A dog.")
     assert proc.returncode == 2 and "invalid choice: 'delta_bleu'" in proc.stderr
+
+
+COUNTING = """
+import sys
+from transformers.models.bert import modeling_bert
+rows = [0]
+forward = modeling_bert.BertModel.forward
+def counted(self, *args, **kwargs):
+    rows[0] += kwargs["input_ids"].shape[0]
+    return forward(self, *args, **kwargs)
+modeling_bert.BertModel.forward = counted
+from movers.cli import main
+status = main(sys.argv[1:])
+print(f"forward rows: {rows[0]}", file=sys.stderr)
+sys.exit(status)
+"""
+
+
+@pytest.mark.slow
+def test_several_metrics_share_one_encoder_pass(wmt):
+    """moverscore, twmd and lazy_emd use the same encoder: the model sees each unique text once."""
+    folder, hyps, refs, _ = wmt
+    env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", COUNTING, "score", "-m", "moverscore", "-m", "twmd", "-m",
+                           "lazy_emd", "-r", str(folder / "refs.txt"), "-c", str(folder / "hyps.txt"), "-f", "json",
+                           "--per-segment"], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == f"forward rows: {len(set(hyps + refs))}"  # not 3x
+    out = json.loads(proc.stdout)
+    for slug in ("moverscore", "twmd", "lazy_emd"):
+        api = getattr(movers, slug)(hyps, refs)
+        np.testing.assert_allclose(out[slug]["scores"], api.scores, atol=1e-9, rtol=0)
+        assert out[slug]["signature"] == api.signature

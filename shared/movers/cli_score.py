@@ -201,16 +201,18 @@ def _where(message: str, hyp_name: str, ref_names: list[str]) -> str:
 
 def score_texts(slugs: Sequence[str], predictions: list[str], references: list[list[str]],
                 options: dict[str, dict[str, Any]], *, verbose: bool = False) -> dict[str, Any]:
-    """Run each metric once on the same texts; {slug: movers.Scores}."""
+    """Run each metric once on the same texts, sharing one encoder pass; {slug: movers.Scores}."""
     import movers
+    from .embedding import shared_embeddings
 
     results: dict[str, Any] = {}
-    for slug in slugs:
-        function = getattr(movers, METRICS[slug])
-        kwargs = dict(options.get(slug, {}))
-        if "verbose" in inspect.signature(function).parameters:
-            kwargs["verbose"] = verbose
-        results[slug] = function(predictions, references, **kwargs)
+    with shared_embeddings():  # metrics on the same encoder embed each unique text once
+        for slug in slugs:
+            function = getattr(movers, METRICS[slug])
+            kwargs = dict(options.get(slug, {}))
+            if "verbose" in inspect.signature(function).parameters:
+                kwargs["verbose"] = verbose
+            results[slug] = function(predictions, references, **kwargs)
     return results
 
 

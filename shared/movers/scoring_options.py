@@ -26,6 +26,7 @@ from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
+from . import progress
 from ._validation import check_choice, normalise_references
 from .result import Scores
 from .signature import format_float, nrefs_label
@@ -83,6 +84,21 @@ def _is_empty(prediction: Any) -> bool:
     return False
 
 
+def _materialise(texts: Any) -> Any:
+    if texts is None or isinstance(texts, (str, bytes, list, tuple)) or not hasattr(texts, "__iter__"):
+        return texts
+    return list(texts)
+
+
+def _pair_count(metric: str, predictions: Any, references: Any, baseline: Any) -> int | None:
+    """Prediction-reference pairs the call will transport (the progress bar's total); None if unknown."""
+    try:
+        n = sum(len(group) for group in _reference_groups(metric, list(predictions), references))
+    except (TypeError, ValueError):
+        return None  # the metric's own validation reports the problem
+    return 2 * n if baseline == "fit" else n
+
+
 def _reference_groups(metric: str, preds: list, references: Any) -> list[list[Any]]:
     """References as one list per segment, validated by the metric's own rules (empty ones are an error)."""
     segmented = bool(preds) and isinstance(preds[0], (list, tuple))
@@ -134,6 +150,14 @@ def with_scoring_options(metric: str) -> Callable[[Callable[..., Scores]], Calla
         @functools.wraps(function)
         def wrapper(predictions: Any, references: Any, *, empty_predictions: EmptyPredictions = "worst",
                     baseline: None | float | str = None, **options: Any) -> Scores:
+            predictions, references = _materialise(predictions), _materialise(references)  # generators: read once
+            verbose = bool(options.get("verbose", False))
+            total = _pair_count(metric, predictions, references, baseline) if verbose else None
+            with progress.call_progress(metric, total, verbose):
+                return _call(predictions, references, empty_predictions, baseline, options)
+
+        def _call(predictions: Any, references: Any, empty_predictions: str, baseline: Any,
+                  options: dict[str, Any]) -> Scores:
             check_choice(metric, "empty_predictions", empty_predictions, list(EMPTY_CHOICES))
             if baseline is not None and not rescalable:
                 raise TypeError(f"{metric}: `baseline` is only for the similarity metrics {list(RESCALABLE)}.")

@@ -44,6 +44,7 @@ from ..idf import Idf, idf_from_ids
 from ..references import ReferenceGroups
 from ..result import Scores
 from ..scoring_options import with_scoring_options
+from .. import progress
 from ..signature import format_float, format_signature, library_versions, nrefs_label
 from ..transport import emd, solve_ragged, unbalanced_sinkhorn_batch
 
@@ -215,6 +216,7 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
                                      reg_candidate=reg_candidate, reg_reference=reg_reference, mask=threshold,
                                      solver=solver, max_iter=max_iter, tol=tol, device=encoder.device,
                                      return_plans=keep)
+    progress.pairs_done(len(ref_sides))
     not_converged = sorted({groups.owner[k] for k, ok in enumerate(pairs.converged) if not ok})
     if not_converged:
         warnings.warn(f"{name}: segments {not_converged[:10]} did not converge within "

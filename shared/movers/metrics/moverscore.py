@@ -45,6 +45,7 @@ from ..idf import Idf, idf_from_ids
 from ..references import ReferenceGroups
 from ..result import Scores
 from ..scoring_options import with_scoring_options
+from .. import progress
 from ..signature import format_signature, library_versions, nrefs_label
 from ..transport import emd
 
@@ -214,6 +215,7 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
             pair = moverscore_from_embeddings(hyp_sides[i], ref_side, cost=cost, transform=transform,
                                               return_plan=return_plans)
             pairs.append(pair)
+            progress.pairs_done(1)
             if return_plans:
                 alignments.append(Explanation.of(name, hyp_sides[i], ref_side, pair, cost_label=cost))
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})

@@ -50,6 +50,7 @@ from ..histogram import Alignment, Histogram
 from ..references import ReferenceGroups
 from ..result import Scores
 from ..scoring_options import with_scoring_options
+from .. import progress
 from ..sentences import (SEGMENTERS, TOKENIZERS, kept_words, segmenter_label, split_sentences,
                          tokenize_words, tokenizer_label)
 from ..signature import format_signature, library_versions, nrefs_label
@@ -201,6 +202,7 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
             hyp, ref = docs[pred_keys[i]].points(variant), docs[ref_keys[k]].points(variant)
             pair = sms_from_embeddings(hyp, ref, return_plan=return_plans)
             pairs.append(pair)
+            progress.pairs_done(1)
             if return_plans:
                 alignments.append(Explanation.of(name, hyp, ref, pair, cost_label="euclidean"))
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
