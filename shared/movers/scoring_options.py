@@ -46,7 +46,7 @@ RESCALABLE = ("moverscore", "sms", "s_wms", "twmd")
 _NOT_SETTINGS = {"nrefs", "agg", "empty", "baseline", "v", "tf", "torch", "pot", "nltk", "sacrebleu"}
 
 
-def worst_values(metric: str, options: dict[str, Any], n_refs: int = 1) -> dict[str, Any]:
+def worst_values(metric: str, options: dict[str, Any]) -> dict[str, Any]:
     """The value of every per-segment output for an empty prediction: the metric's worst value.
 
     MoverScore: the largest ground cost between unit vectors (all mass moved at cost 2 for Euclidean,
@@ -62,10 +62,7 @@ def worst_values(metric: str, options: dict[str, Any], n_refs: int = 1) -> dict[
         transform = options.get("transform") or preset.transform
         d = _COST_MAX[cost]
         score = _TRANSFORMS[transform](d)
-        out = {"scores": score, "distances": d}
-        if n_refs > 1:
-            out["per_reference"] = [score] * n_refs
-        return out
+        return {"scores": score, "distances": d}
     if metric in ("sms", "s_wms"):
         return {"scores": 0.0, "distances": math.inf}
     if metric == "twmd":
@@ -206,12 +203,13 @@ def _score_without(metric: str, function: Callable[..., Scores], preds: list, re
     else:  # nothing to score: one call on a stand-in pair gives the signature (nrefs restored later)
         part = function([refs[0][0]], [refs[0]], **options)
     n = len(preds)
-    worst = [worst_values(metric, options, len(refs[i])) for i in range(n)]
+    worst = [worst_values(metric, options)] * n
     position = {i: k for k, i in enumerate(keep)}
 
     def merged(values: Sequence[Any], key: str) -> list[Any]:
         # per-segment outputs without a worst value (e.g. return_plans' alignments) are None there
-        return [values[position[i]] if i in position else worst[i].get(key) for i in range(n)]
+        fill = [[w["scores"]] * len(refs[i]) if key == "per_reference" else w.get(key) for i, w in enumerate(worst)]
+        return [values[position[i]] if i in position else fill[i] for i in range(n)]
 
     scores = merged(part.scores if keep else [], "scores")
     extra: dict[str, Any] = {}
@@ -222,9 +220,8 @@ def _score_without(metric: str, function: Callable[..., Scores], preds: list, re
             extra[key] = value
     if "similarity" in part.extra and "similarities" in extra:  # Lazy-EMD's mean similarity, over all segments
         extra["similarity"] = float(np.mean(extra["similarities"]))
-    if any(len(r) > 1 for r in refs) and "per_reference" in worst[0] and "per_reference" not in extra:
-        extra["per_reference"] = [part.extra.get("per_reference", [[s] for s in part.scores])[position[i]]
-                                  if i in position else worst[i]["per_reference"] for i in range(n)]
+    if any(len(r) > 1 for r in refs) and "per_reference" not in extra and metric != "twmd":
+        extra["per_reference"] = merged([[s] for s in part.scores] if keep else [], "per_reference")
     extra["empty_predictions"] = list(empty)
     return Scores(score=float(np.mean(scores)), scores=scores, signature=part.signature, extra=extra), refs
 

@@ -22,7 +22,8 @@ from .data import load_dataset
 CORPUS_ID = "wmt15-16-refs"
 
 
-def compute(data: str = "wmt15_16_da_seg_toen", pairs: int = 1000, seed: int = 0) -> dict:
+def compute(data: str = "wmt15_16_da_seg_toen", pairs: int = 1000, seed: int = 0,
+            metrics: tuple[str, ...] | None = None) -> dict:
     import movers
     from ..scoring_options import RESCALABLE, _settings
 
@@ -34,7 +35,7 @@ def compute(data: str = "wmt15_16_da_seg_toen", pairs: int = 1000, seed: int = 0
     while (same := a == b).any():
         b[same] = rng.integers(0, len(texts), size=int(same.sum()))
     out = {}
-    for metric in RESCALABLE:
+    for metric in metrics or RESCALABLE:
         function = getattr(movers, metric)
         formula = getattr(function, "__wrapped_formula__", function)
         t0 = time.perf_counter()
