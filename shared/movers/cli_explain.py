@@ -71,7 +71,7 @@ def run(argv: Sequence[str]) -> int:
     print(line)
     plan = np.asarray(e.plan)
     total = float(plan.sum()) or 1.0
-    order = np.argsort(plan, axis=None)[::-1][: max(args.top, 0)]
+    order = sorted(range(plan.size), key=lambda f: (-round(float(plan.flat[f]), 12), f))[: max(args.top, 0)]
     for flat in order:
         i, j = np.unravel_index(flat, plan.shape)
         if plan[i, j] <= 0:
