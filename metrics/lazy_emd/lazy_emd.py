@@ -56,6 +56,8 @@ Args:
         "none" (default), "corpus" (one pair of means per call; order-free), "batch" (per run of
         `centering_batch` consecutive segments; order dependent) or a table from `movers.fit_centering`.
     centering_batch (`int`): segments per centring batch (default 32).
+    empty_predictions (`str`): "worst" (default): an empty or whitespace-only prediction gets the
+        metric's worst value, with a warning; "error": rejected. Empty references are always an error.
 Returns:
     score (`float`): mean of `scores`.
     scores (`list` of `float`): Lazy-EMD distance per segment, in input order; lower is better, >= 0.
@@ -102,12 +104,15 @@ class LazyEmd(movers.MoversMetric):  # movers' input checks before evaluate's
     def _compute(self, predictions, references, reg=0.009, reg_candidate=0.23, reg_reference=0.31,
                  preset="original", mask=None, idf=False, model=None, layer=-1, reference_aggregation="min",
                  max_iter=200_000, tol=1e-6, solver="sinkhorn", long_texts="window", return_matching=False,
-                 batch_size=64, device=None, verbose=False, centering="none", centering_batch=32):
+                 batch_size=64, device=None, verbose=False, centering="none", centering_batch=32,
+                 empty_predictions="worst"):
         return movers.lazy_emd(
             predictions, references, reg=reg, reg_candidate=reg_candidate, reg_reference=reg_reference,
             preset=preset, mask=mask, idf=idf, model=model, layer=layer,
             reference_aggregation=reference_aggregation, max_iter=max_iter, tol=tol, solver=solver,
             long_texts=long_texts,
-            return_matching=return_matching, batch_size=batch_size, device=device, verbose=verbose, centering=centering,
+            return_matching=return_matching, batch_size=batch_size, device=device, verbose=verbose,
+            centering=centering,
             centering_batch=centering_batch,
+            empty_predictions=empty_predictions,
         ).to_dict()

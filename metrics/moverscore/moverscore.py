@@ -48,6 +48,10 @@ Args:
         "none" (default), "corpus" (one pair of means per call; order-free), "batch" (per run of
         `centering_batch` consecutive segments; order dependent) or a table from `movers.fit_centering`.
     centering_batch (`int`): segments per centring batch (default 32).
+    empty_predictions (`str`): "worst" (default): an empty or whitespace-only prediction gets the
+        metric's worst value, with a warning; "error": rejected. Empty references are always an error.
+    baseline (`float` or `str`): None (default); "fit" (random pairs of this call's texts), "bundled"
+        (shipped for the default settings) or a number b: scores become (s - b) / (1 - b).
 Returns:
     score (`float`): mean of `scores`.
     scores (`list` of `float`): one score per segment, in input order; higher is better.
@@ -85,7 +89,8 @@ class Moverscore(movers.MoversMetric):  # movers' input checks before evaluate's
     def _compute(self, predictions, references, preset="github", model=None, layer=None, n_gram=None,
                  cost=None, transform=None, idf=False, remove_subwords=True, remove_punctuation=True,
                  stop_words=None, reference_aggregation="mean", long_texts="window", batch_size=64,
-                 device=None, verbose=False, centering="none", centering_batch=32):
+                 device=None, verbose=False, centering="none", centering_batch=32, empty_predictions="worst",
+                 baseline=None):
         return movers.moverscore(
             predictions, references, preset=preset, model=model, layer=layer, n_gram=n_gram, cost=cost,
             transform=transform, idf=idf, remove_subwords=remove_subwords,
@@ -93,4 +98,5 @@ class Moverscore(movers.MoversMetric):  # movers' input checks before evaluate's
             reference_aggregation=reference_aggregation, long_texts=long_texts, batch_size=batch_size,
             device=device, verbose=verbose, centering=centering,
             centering_batch=centering_batch,
+            empty_predictions=empty_predictions, baseline=baseline,
         ).to_dict()

@@ -46,6 +46,10 @@ Args:
         `centering_batch` consecutive segments; order dependent) or a table from `movers.fit_centering`.
         Contextual embeddings only.
     centering_batch (`int`): segments per centring batch (default 32).
+    empty_predictions (`str`): "worst" (default): an empty or whitespace-only prediction gets the
+        metric's worst value, with a warning; "error": rejected. Empty references are always an error.
+    baseline (`float` or `str`): None (default); "fit" (random pairs of this call's texts), "bundled"
+        (shipped for the default settings) or a number b: scores become (s - b) / (1 - b).
 Returns:
     score (`float`): mean of `scores`.
     scores (`list` of `float`): exp(-distance) per segment, in (0, 1]; higher is better.
@@ -77,10 +81,11 @@ class SWms(movers.MoversMetric):  # movers' input checks before evaluate's
 
     def _compute(self, predictions, references, embedding="glove", layer=None, segmenter="punkt", tokenizer="spacy",
                  stop_words="en", reference_aggregation="max", long_texts="window", batch_size=64, device=None,
-                 verbose=False, centering="none", centering_batch=32):
+                 verbose=False, centering="none", centering_batch=32, empty_predictions="worst", baseline=None):
         return movers.s_wms(
             predictions, references, embedding=embedding, layer=layer, segmenter=segmenter, tokenizer=tokenizer,
             stop_words=stop_words, reference_aggregation=reference_aggregation, long_texts=long_texts,
             batch_size=batch_size, device=device, verbose=verbose, centering=centering,
             centering_batch=centering_batch,
+            empty_predictions=empty_predictions, baseline=baseline,
         ).to_dict()

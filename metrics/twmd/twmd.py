@@ -49,6 +49,10 @@ Args:
     reference_aggregation (`str`): "max" (default) or "mean" over several references, for each output.
     long_texts (`str`): "window" (default: sliding windows), "truncate" or "error".
     batch_size (`int`), device (`str`), verbose (`bool`): runtime only; never change a score.
+    empty_predictions (`str`): "worst" (default): an empty or whitespace-only prediction gets the
+        metric's worst value, with a warning; "error": rejected. Empty references are always an error.
+    baseline (`float` or `str`): None (default); "fit" (random pairs of this call's texts), "bundled"
+        (shipped for the default settings) or a number b: scores become (s - b) / (1 - b).
 Returns:
     score (`float`): mean of `scores`.
     scores (`list` of `float`): F per segment (= `f1`), in input order; higher is better, at most 1.
@@ -88,11 +92,12 @@ class Twmd(movers.MoversMetric):  # movers' input checks before evaluate's
 
     def _compute(self, predictions, references, variant="twmd", centering="batch", temperature=None,
                  iterations=1, relaxed="expectation", centering_batch=32, preset="wmt", model=None, layer=None,
-                 reference_aggregation="max", long_texts="window", batch_size=64, device=None, verbose=False):
+                 reference_aggregation="max", long_texts="window", batch_size=64, device=None, verbose=False,
+                 empty_predictions="worst", baseline=None):
         return movers.twmd(
             predictions, references, variant=variant, centering=centering, temperature=temperature,
             iterations=iterations, relaxed=relaxed, centering_batch=centering_batch, preset=preset, model=model,
             layer=layer,
             reference_aggregation=reference_aggregation, long_texts=long_texts, batch_size=batch_size,
-            device=device, verbose=verbose,
+            device=device, verbose=verbose, empty_predictions=empty_predictions, baseline=baseline,
         ).to_dict()

@@ -42,6 +42,8 @@ __all__ = [
     "lazy_emd_plot",
     "text_features",
     "MoversMetric",
+    "reward",
+    "Reward",
 ]
 
 # name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap.
@@ -67,6 +69,8 @@ _LAZY = {
     "lazy_emd_plot": "metrics.lazy_emd",
     "text_features": "features",
     "MoversMetric": "module_base",
+    "reward": "reward",
+    "Reward": "reward",
 }
 
 

@@ -1,10 +1,16 @@
-"""The ``movers`` command line.
+"""movers: optimal-transport metrics for generated text (command line).
 
+usage: movers COMMAND [options]      (movers COMMAND --help for its options)
+
+    movers score -m SLUG -r REFS -c HYPS   score a hypothesis file against reference files (sacreBLEU-style)
+    movers explain -m SLUG HYP REF -o plan.png   heatmap of one pair's transport plan
     movers demo                      score a few real sentence pairs with evaluate.load("moverscore")
     movers register                  register the evaluate modules for bare-name offline loading
     movers bench correlation ...     metric vs human judgments (see movers.bench.correlation)
     movers bench suite ...           settings over every development / validation set (movers.bench.suite)
     movers bench speed ...           side-by-side timings (see movers.bench.speed_<metric>)
+    movers bench baselines ...       recompute the shipped rescaling baselines (movers/data/baselines.json)
+    movers --version                 print the version
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import importlib
 import logging
 import os
 import sys
+import warnings
 
 __all__ = ["main"]
 
@@ -59,17 +66,26 @@ def _register(argv: list[str]) -> int:
 
 
 def _bench(argv: list[str]) -> int:
+    if argv and argv[0] == "baselines":
+        from .bench.baselines import main as run_baselines
+
+        return run_baselines(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "suite"):
-        print("usage: movers bench {speed,correlation,suite} [options]\n"
+        print("usage: movers bench {speed,correlation,suite,baselines} [options]\n"
               "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
               "  movers bench suite --suite {dev,validation} --metric SLUG[=JSON] [...]\n"
-              "  movers bench speed --metric SLUG [options of that benchmark]")
+              "  movers bench speed --metric SLUG [options of that benchmark]\n"
+              "  movers bench baselines [--pairs N --out FILE]   (the shipped rescaling baselines)")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     kind, rest = argv[0], argv[1:]
     if kind == "correlation":
         from .bench.correlation import main as run
 
-        return run(rest)
+        try:
+            return run(rest)
+        except FileNotFoundError as e:  # no data folder: one line naming $MOVERS_DATA, not a traceback
+            print(f"movers bench correlation: error: {e}", file=sys.stderr)
+            return 2
     if kind == "suite":
         from .bench.suite import main as run_suite
 
@@ -87,10 +103,34 @@ def _bench(argv: list[str]) -> int:
     return module.main(rest)
 
 
+def _explain(argv: list[str]) -> int:
+    from .cli_explain import main as run
+
+    return run(argv)
+
+
+def _score(argv: list[str]) -> int:
+    from .cli_score import main as run
+
+    return run(argv)
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one line on stderr (no source line of the library): ``movers: warning: ...``."""
+    print(f"movers: warning: {message}", file=sys.stderr if file is None else file)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    commands = {"demo": _demo, "register": _register, "bench": _bench}
+    warnings.showwarning = _one_line_warning
+    if argv and argv[0] in ("-V", "--version"):
+        from . import __version__
+
+        print(f"movers {__version__}")
+        return 0
+    commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score,
+                "explain": _explain}
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 0 if argv and argv[0] in ("-h", "--help") else 2

@@ -15,16 +15,17 @@
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Sequence, Union
+from typing import Iterator, Literal, Sequence, Union
 
 import torch
 from torch import Tensor
 
-from . import _cache
+from . import _cache, progress
 
 __all__ = ["DEFAULT_MODEL", "Encoder", "TokenEmbeddings", "load_encoder", "clear_encoder_cache", "load_backbone",
            "resolve_device", "LayerSpec"]
@@ -335,7 +336,23 @@ class Encoder:
         return [bb.with_specials(ids[:span] if self.long_texts == "truncate" else ids) for ids in self.tokenize(texts)]
 
     def embed(self, texts: Sequence[str], *, batch_size: int = 64, verbose: bool = False) -> TokenEmbeddings:
-        """Embed `texts` (deduplicated, sorted by length, batched); results in input order."""
+        """Embed `texts` (deduplicated, sorted by length, batched); results in input order.
+
+        Inside :func:`shared_embeddings` texts this encoder has already embedded are not run again.
+        """
+        if _MEMOS is None:
+            return self._embed(texts, batch_size=batch_size, verbose=verbose)
+        memo = _MEMOS.setdefault(id(self), (self, {}))[1]
+        missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        if missing:
+            new = self._embed(missing, batch_size=batch_size, verbose=verbose)
+            for k, text in enumerate(missing):
+                memo[text] = (new.tokens[k], new.ids[k], new.special[k], new.vectors[k])
+        rows = [memo[t] for t in texts]
+        return TokenEmbeddings(tokens=[r[0] for r in rows], ids=[r[1] for r in rows], special=[r[2] for r in rows],
+                               vectors=[r[3] for r in rows])
+
+    def _embed(self, texts: Sequence[str], *, batch_size: int, verbose: bool) -> TokenEmbeddings:
         if batch_size < 1:
             raise ValueError(f"Encoder: `batch_size` must be >= 1, got {batch_size}.")
         bb = self.backbone
@@ -417,11 +434,12 @@ class Encoder:
         layers = self.layers
         out: list[Tensor | None] = [None] * len(seqs)
         batches = range(0, len(order), batch_size)
-        if verbose:
+        if verbose and not progress.active():  # inside a metric call its one bar shows the batches
             from tqdm.auto import tqdm
 
             batches = tqdm(batches, desc="movers: encoding", unit="batch")
-        for start in batches:
+        for step, start in enumerate(batches):
+            progress.encoding(step + 1, len(range(0, len(order), batch_size)))
             idx = order[start:start + batch_size]
             width = max(len(seqs[i]) for i in idx)
             input_ids = torch.full((len(idx), width), pad, dtype=torch.long)
@@ -440,6 +458,25 @@ class Encoder:
             for row, i in enumerate(idx):
                 out[i] = vec[row, : len(seqs[i])].clone()
         return out  # type: ignore[return-value]
+
+
+_MEMOS: dict[int, tuple[Encoder, dict]] | None = None
+
+
+@contextlib.contextmanager
+def shared_embeddings() -> Iterator[None]:
+    """Within the block each encoder embeds every unique text once, however many metric calls ask for it.
+
+    ``movers score -m moverscore -m twmd -m lazy_emd`` runs the three metrics in this block: they use
+    the same cached encoder (bundled model, last layer), so the model runs once per unique text. The
+    memo holds the vectors until the block ends; it is never a cache across calls.
+    """
+    global _MEMOS
+    outer, _MEMOS = _MEMOS, ({} if _MEMOS is None else _MEMOS)
+    try:
+        yield
+    finally:
+        _MEMOS = outer
 
 
 def power_means(layers: Sequence[Tensor]) -> Tensor:

@@ -134,7 +134,8 @@ def plot_explanation(explanation: Explanation, *, ax: Any = None, annotate: bool
     if ax is None:
         width = 1.6 + 0.5 * len(cols) + 0.06 * max((len(t) for t in row_labels), default=0)
         height = 1.4 + 0.42 * len(rows) + 0.05 * max((len(t) for t in col_labels), default=0)
-        _, ax = plt.subplots(figsize=(min(width, 30), min(height, 30)))
+        # at least 5.2 x 3 in: the two-line title of a one-sentence SMS plan must not be clipped
+        _, ax = plt.subplots(figsize=(min(max(width, 5.2), 30), min(max(height, 3.0), 30)))
     top = float(share.max()) if share.size else 0.0
     image = ax.imshow(share, cmap="Blues", vmin=0.0, vmax=max(top, 1e-12), aspect="auto")
     ax.set_xticks(range(len(cols)), col_labels, rotation=45, ha="right", fontsize=9)

@@ -99,7 +99,7 @@ def load_dataset(spec: str, *, root: Path | None = None, preprocess: str = "pape
     folder = root / name
     if not folder.is_dir():
         raise FileNotFoundError(f"correlation: data set {name!r} not found under {root} "
-                                f"(set MOVERS_DATA or keep ../shared/data beside the checkout).")
+                                f"(set $MOVERS_DATA to the folder holding the data sets, or keep ../shared/data beside the checkout).")
     files = sorted(p for p in folder.glob("*.jsonl") if not p.name.endswith("_docs.jsonl"))
     if split:
         files = [p for p in files if p.stem.endswith(split)]

@@ -45,6 +45,8 @@ from ..histogram import Alignment, Histogram, unit_rows
 from ..idf import Idf, idf_from_ids
 from ..references import ReferenceGroups
 from ..result import Scores
+from ..scoring_options import with_scoring_options
+from .. import progress
 from ..signature import format_float, format_signature, library_versions, nrefs_label
 from ..transport import emd, solve_ragged, unbalanced_sinkhorn_batch
 
@@ -126,6 +128,7 @@ def lazy_emd_from_embeddings(predictions: Sequence[Histogram], references: Seque
                         costs=[c.numpy() for c in costs] if return_plans else None)
 
 
+@with_scoring_options("lazy_emd")
 def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
              reg: float = 0.009, reg_candidate: float = 0.23, reg_reference: float = 0.31,
              preset: str = DEFAULT_PRESET, mask: MaskSpec = None, idf: IdfSpec = False,
@@ -239,6 +242,7 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
                                      reg_candidate=reg_candidate, reg_reference=reg_reference, mask=threshold,
                                      solver=solver, max_iter=max_iter, tol=tol, device=encoder.device,
                                      return_plans=keep)
+    progress.pairs_done(len(ref_sides))
     not_converged = sorted({groups.owner[k] for k, ok in enumerate(pairs.converged) if not ok})
     if not_converged:
         warnings.warn(f"{name}: segments {not_converged[:10]} did not converge within "

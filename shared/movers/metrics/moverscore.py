@@ -46,6 +46,8 @@ from ..histogram import Alignment, Histogram, unit_rows
 from ..idf import Idf, idf_from_ids
 from ..references import ReferenceGroups
 from ..result import Scores
+from ..scoring_options import with_scoring_options
+from .. import progress
 from ..signature import format_signature, library_versions, nrefs_label
 from ..transport import emd
 
@@ -140,6 +142,7 @@ def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors
     return Histogram([labels[k] for k in positive], mass[positive], unit_rows(points[positive]))
 
 
+@with_scoring_options("moverscore")
 def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
                preset: str = DEFAULT_PRESET, model: str | None = None,
                layer: int | Sequence[int] | None = None, n_gram: int | None = None,
@@ -265,6 +268,7 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
             pair = moverscore_from_embeddings(hyp_sides[i], ref_side, cost=cost, transform=transform,
                                               return_plan=return_plans)
             pairs.append(pair)
+            progress.pairs_done(1)
             if return_plans:
                 alignments.append(Explanation.of(name, hyp_sides[i], ref_side, pair, cost_label=cost))
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})

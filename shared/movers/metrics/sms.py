@@ -50,6 +50,8 @@ from ..filters import resolve_stopwords
 from ..histogram import Alignment, Histogram
 from ..references import ReferenceGroups
 from ..result import Scores
+from ..scoring_options import with_scoring_options
+from .. import progress
 from ..sentences import (SEGMENTERS, TOKENIZERS, kept_words, segmenter_label, split_sentences,
                          tokenize_words, tokenizer_label)
 from ..signature import format_signature, library_versions, nrefs_label
@@ -104,6 +106,7 @@ def sms_from_embeddings(prediction: Histogram, reference: Histogram, *, return_p
     return Alignment(score=math.exp(-d), distance=d, cost=c if return_plan else None, plan=solved.plan)
 
 
+@with_scoring_options("sms")
 def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequence[Sequence[Document]], *,
         variant: Variant = "sms", embedding: str | os.PathLike = DEFAULT_EMBEDDING, layer: int | None = None,
         segmenter: Literal["punkt", "regex"] = "punkt", tokenizer: Literal["spacy", "whitespace"] = "spacy",
@@ -231,6 +234,7 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
             hyp, ref = hyp_doc.points(variant), ref_doc.points(variant)
             pair = sms_from_embeddings(hyp, ref, return_plan=return_plans)
             pairs.append(pair)
+            progress.pairs_done(1)
             if return_plans:
                 alignments.append(Explanation.of(name, hyp, ref, pair, cost_label="euclidean"))
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
@@ -266,6 +270,7 @@ def wms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
     return sms(predictions, references, variant="wms", **kwargs)
 
 
+@with_scoring_options("s_wms")
 def s_wms(predictions: Sequence[Document], references: Sequence[Document] | Sequence[Sequence[Document]], *,
           embedding: str | os.PathLike = DEFAULT_EMBEDDING, layer: int | None = None,
           segmenter: Literal["punkt", "regex"] = "punkt", tokenizer: Literal["spacy", "whitespace"] = "spacy",
@@ -280,7 +285,7 @@ def s_wms(predictions: Sequence[Document], references: Sequence[Document] | Sequ
     mass is split evenly between its words and its sentences, as in the original. Arguments, outputs
     and the empty-document rule are those of :func:`sms`.
     """
-    return sms(predictions, references, variant="s+wms", embedding=embedding, layer=layer, segmenter=segmenter,
+    return sms.__wrapped__(predictions, references, variant="s+wms", embedding=embedding, layer=layer, segmenter=segmenter,
                tokenizer=tokenizer, stop_words=stop_words, reference_aggregation=reference_aggregation,
                long_texts=long_texts, batch_size=batch_size, device=device, verbose=verbose,
                return_plans=return_plans, centering=centering, centering_batch=centering_batch)

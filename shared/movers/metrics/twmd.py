@@ -40,6 +40,8 @@ from ..explanation import Explanation
 from ..histogram import Alignment, Histogram, unit_rows
 from ..references import ReferenceGroups
 from ..result import Scores
+from ..scoring_options import with_scoring_options
+from .. import progress
 from ..signature import format_float, format_signature, library_versions, nrefs_label
 from ..transport import buckets, pad
 
@@ -199,6 +201,7 @@ def _softmax_plan(x: Tensor, y: Tensor, temperature: float) -> "np.ndarray":
     return (torch.softmax(x @ y.T / temperature, dim=1) / x.shape[0]).cpu().numpy()
 
 
+@with_scoring_options("twmd")
 def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
          variant: Literal["twmd", "trwmd"] = "twmd", centering: CenteringSpec = "batch",
          temperature: float | None = None, iterations: int = 1,
@@ -289,6 +292,7 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
         relaxed=relaxed, prediction_means=[mu_cand[i] for i in groups.owner],
         reference_means=[mu_ref[i] for i in groups.owner], batch_size=batch_size, device=encoder.device,
         return_plans=return_plans)
+    progress.pairs_done(len(ref))
     if pairs.degenerate:
         bad = sorted({groups.owner[k] for k in pairs.degenerate})
         warnings.warn(f"{name}: segments {bad[:10]} have a non-positive self-similarity "

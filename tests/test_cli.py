@@ -1,0 +1,273 @@
+"""The command line, run for real: ``python -m movers ...`` in a subprocess on files written here.
+
+Texts come from the WMT15/16 development set (../shared/data; skipped without it) or are written by
+the test. Expected scores come from the Python API on the same texts (equal to 1e-9); error cases
+must print exactly one line on stderr and nothing on stdout.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import movers
+
+from .conftest import data_path
+
+PACKAGE_ROOT = str(Path(movers.__file__).resolve().parents[1])  # the movers this process imported
+
+
+def run(*args: str, stdin: str | None = None, env: dict | None = None, cwd: Path | None = None):
+    full_env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "movers", *args], input=stdin if stdin is not None else "",
+                          capture_output=True, text=True, env=full_env, cwd=cwd, timeout=600)
+
+
+def one_line_error(proc, prefix: str = "movers score: error: ") -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(prefix), lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def wmt(tmp_path_factory):
+    """12 WMT15/16 (development) hypotheses, their references, and a second reference stream."""
+    path = data_path("wmt15_16_da_seg_toen") / "wmt15_16_da_seg_toen.jsonl"
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[:12]]
+    hyps = [r["hypothesis"] for r in records]
+    refs = [r["references"][0] for r in records]
+    refs2 = [records[(i + 1) % len(records)]["references"][0] for i in range(len(records))]
+    folder = tmp_path_factory.mktemp("wmt")
+    for name, lines in (("hyps.txt", hyps), ("refs.txt", refs), ("refs2.txt", refs2)):
+        (folder / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return folder, hyps, refs, refs2
+
+
+@pytest.mark.slow
+def test_json_per_segment_equals_the_python_api_for_several_metrics_and_references(wmt):
+    folder, hyps, refs, refs2 = wmt
+    proc = run("score", "-m", "moverscore", "-m", "twmd", "-m", "delta_bleu", "-r", str(folder / "refs.txt"),
+               "-r", str(folder / "refs2.txt"), "-c", str(folder / "hyps.txt"), "--format", "json",
+               "--per-segment", "--opt", "moverscore.preset=1.0.3", "--opt", "reference_aggregation=max")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert list(out) == ["moverscore", "twmd", "delta_bleu"]
+    groups = [[a, b] for a, b in zip(refs, refs2)]
+    expected = {"moverscore": movers.moverscore(hyps, groups, preset="1.0.3", reference_aggregation="max"),
+                "twmd": movers.twmd(hyps, groups, reference_aggregation="max"),
+                "delta_bleu": movers.delta_bleu(hyps, groups)}
+    for slug, api in expected.items():
+        assert set(out[slug]) == {"score", "signature", "scores"}
+        assert out[slug]["signature"] == api.signature
+        assert out[slug]["score"] == pytest.approx(api.score, abs=1e-9)
+        np.testing.assert_allclose(out[slug]["scores"], api.scores, atol=1e-9, rtol=0)
+    assert "|nrefs:2|" in out["moverscore"]["signature"] and "preset:1.0.3" in out["moverscore"]["signature"]
+
+
+@pytest.mark.slow
+def test_stdin_and_a_bootstrap_interval_of_the_mean(wmt):
+    folder, hyps, refs, _ = wmt
+    api = movers.moverscore(hyps, refs)
+    ci = run("score", "-m", "moverscore", "-r", str(folder / "refs.txt"), "-f", "csv", "--confidence",
+             "--confidence-n", "200", "--seed", "7", stdin=(folder / "hyps.txt").read_text(encoding="utf-8"))
+    assert ci.returncode == 0, ci.stderr
+    header, row = list(csv.reader(io.StringIO(ci.stdout)))
+    got = dict(zip(header, row))
+    # the documented procedure, written out: resample segments with replacement, mean, 2.5/97.5 percentiles
+    idx = np.random.default_rng(7).integers(0, len(hyps), size=(200, len(hyps)))
+    means = np.asarray(api.scores)[idx].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    assert float(got["score"]) == pytest.approx(api.score, abs=1e-9)
+    assert float(got["mean"]) == pytest.approx(means.mean(), abs=1e-9)
+    assert float(got["low"]) == pytest.approx(low, abs=1e-9) and float(got["high"]) == pytest.approx(high, abs=1e-9)
+    assert float(got["half_width"]) == pytest.approx((high - low) / 2, abs=1e-9)
+    assert low < api.score < high and got["signature"] == api.signature
+
+
+def test_text_and_tsv_output(wmt):
+    folder, hyps, refs, _ = wmt
+    api = movers.delta_bleu(hyps, refs)
+    args = ("score", "-m", "delta_bleu", "-r", str(folder / "refs.txt"), "-c", str(folder / "hyps.txt"))
+    text = run(*args)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == f"{api.signature} = {api.score:.4f}\n"  # sacreBLEU's '<signature> = <score>'
+    tsv = run(*args, "-f", "tsv", "--per-segment")
+    rows = list(csv.reader(io.StringIO(tsv.stdout), delimiter="\t"))
+    assert rows[0] == ["segment", "delta_bleu"] and [r[0] for r in rows[1:]] == [str(i + 1) for i in range(len(hyps))]
+    np.testing.assert_allclose([float(r[1]) for r in rows[1:]], api.scores, atol=1e-9, rtol=0)
+    corpus = run(*args, "-f", "tsv")
+    assert list(csv.reader(io.StringIO(corpus.stdout), delimiter="\t")) == [
+        ["metric", "score", "signature"], ["delta_bleu", repr(api.score), api.signature]]
+
+
+def test_delta_bleu_confidence_recomputes_the_corpus_score_per_resample(tmp_path):
+    hyps = ["the cat sat on the mat", "a dog barked", "it rains today", "he went home", "we ate fish"]
+    refs = ["the cat sat on a mat", "the dog barked", "it is raining today", "he walked home", "they ate fish"]
+    (tmp_path / "h.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    proc = run("score", "-m", "delta_bleu", "-r", str(tmp_path / "r.txt"), "-c", str(tmp_path / "h.txt"),
+               "-f", "json", "--confidence", "--confidence-n", "50")
+    out = json.loads(proc.stdout)["delta_bleu"]
+    idx = np.random.default_rng(12345).integers(0, 5, size=(50, 5))
+    corpus = [movers.delta_bleu([hyps[i] for i in row], [refs[i] for i in row]).score for row in idx]
+    assert out["confidence"]["mean"] == pytest.approx(np.mean(corpus), abs=1e-9)
+    assert out["confidence"]["samples"] == 50 and out["confidence"]["seed"] == 12345
+    assert out["score"] == pytest.approx(movers.delta_bleu(hyps, refs).score, abs=1e-9)
+
+
+@pytest.fixture()
+def small(tmp_path):
+    (tmp_path / "h.txt").write_text("The cat sat on the mat.\nA dog barked.\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("A cat was on the mat.\nThe dog barked loudly.\n", encoding="utf-8")
+    (tmp_path / "r3.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    (tmp_path / "blank_ref.txt").write_text("A cat.\n \n", encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-r", "missing.txt", "-c", "h.txt"], "reference file 'missing.txt' does not exist."),
+    (["-r", "r.txt", "-c", "nothere.txt"], "hypothesis file 'nothere.txt' does not exist."),
+    (["-r", "r.txt", "-c", "empty.txt"], "hypothesis 'empty.txt' is empty; expected one text per line."),
+    (["-r", "empty.txt", "-c", "h.txt"], "reference 'empty.txt' is empty"),
+    (["-r", "r.txt", "-r", "r3.txt", "-c", "h.txt"],
+     "files must have the same number of lines, got h.txt: 2, r.txt: 2, r3.txt: 3."),
+    (["-r", "r.txt", "-c", "h.txt", "--opt", "colour=red"], "--opt colour=red: unknown option 'colour' for moverscore; accepted: "),
+    (["-r", "r.txt", "-c", "h.txt", "--opt", "n_gram=two"], "--opt n_gram=two: expected an integer, got 'two'."),
+    (["-r", "r.txt", "-c", "h.txt", "--opt", "n_gram"], "--opt 'n_gram': expected key=value"),
+    (["-r", "r.txt", "-c", "h.txt", "--opt", "twmd.temperature=0.1"], "--opt twmd.temperature=0.1: 'twmd' is not among"),
+    (["-r", "r.txt", "-c", "h.txt", "--opt", "preset=newest"], "moverscore: `preset` must be one of ['1.0.3', 'github', 'paper'], got 'newest'."),
+    (["-r", "blank_ref.txt", "-c", "h.txt"], "(line 2 of blank_ref.txt)"),
+])
+def test_bad_paths_options_and_files_give_one_line_errors(small, args, message, monkeypatch, capsys):
+    """In process (the same main() as the console script; a subprocess per case would mostly time imports)."""
+    from movers.cli import main
+
+    monkeypatch.chdir(small)
+    status = main(["score", "-m", "moverscore", *args])
+    out, err = capsys.readouterr()
+    line = one_line_error(subprocess.CompletedProcess([], status, out, err))
+    assert message in line
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-r", "missing.txt", "-c", "h.txt"], "reference file 'missing.txt' does not exist."),
+    (["-r", "r.txt", "-c", "empty.txt"], "hypothesis 'empty.txt' is empty; expected one text per line."),
+    (["-r", "r.txt", "-c", "h.txt", "--opt", "colour=red"], "--opt colour=red: unknown option 'colour'"),
+])
+def test_one_line_errors_from_the_real_command(small, args, message):
+    line = one_line_error(run("score", "-m", "moverscore", *args, cwd=small))
+    assert message in line
+
+
+def test_no_hypotheses_on_an_empty_stdin(small):
+    line = one_line_error(run("score", "-m", "moverscore", "-r", "r.txt", cwd=small, stdin=""))
+    assert "'<stdin>' is empty" in line
+
+
+def test_unknown_metric_is_a_usage_error(small):
+    proc = run("score", "-m", "bleu", "-r", "r.txt", "-c", "h.txt", cwd=small)
+    assert proc.returncode == 2 and "invalid choice: 'bleu'" in proc.stderr and proc.stdout == ""
+
+
+def test_version_and_plain_text_help():
+    proc = run("--version")
+    assert proc.returncode == 0 and proc.stdout == f"movers {movers.__version__}\n"
+    helptext = run("--help")
+    assert helptext.returncode == 0 and "movers score" in helptext.stdout
+    assert "`" not in helptext.stdout  # plain text, no reStructuredText markup
+    score_help = run("score", "--help")
+    assert score_help.returncode == 0 and "--confidence" in score_help.stdout
+
+
+def test_bench_correlation_without_data_names_movers_data(tmp_path):
+    proc = run("bench", "correlation", "--data", "bagel", "--metric", "sentbleu",
+               env={"MOVERS_DATA": str(tmp_path / "nowhere")}, cwd=tmp_path)
+    line = one_line_error(proc, prefix="movers bench correlation: error: ")
+    assert "$MOVERS_DATA" in line and str(tmp_path / "nowhere") in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("metric", ["moverscore", "sms", "s_wms", "twmd", "lazy_emd"])
+def test_explain_writes_the_plan_of_the_scored_pair(tmp_path, metric, capsys):
+    """In process for all five (same main() as the console script); the real command once, below."""
+    from movers.cli import main
+
+    hyp, ref = "The cat sat on the mat.", "A cat was sitting on the mat."
+    png = tmp_path / "plan.png"
+    assert main(["explain", "-m", metric, hyp, ref, "-o", str(png), "-f", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    api = getattr(movers, metric)([hyp], [ref])
+    assert got["score"] == pytest.approx(api.scores[0], abs=1e-9) and got["signature"] == api.signature
+    plan = np.asarray(got["plan"])
+    assert plan.shape == (len(got["prediction_labels"]), len(got["reference_labels"])) and plan.sum() > 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+@pytest.mark.slow
+def test_explain_command_text_output(tmp_path):
+    hyp, ref = "The cat sat on the mat.", "A cat was sitting on the mat."
+    proc = run("explain", "-m", "moverscore", hyp, ref, "-o", str(tmp_path / "plan.png"))
+    assert proc.returncode == 0, proc.stderr
+    e = movers.explain("moverscore", hyp, ref)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"moverscore = {e.score:.4f} (distance {e.distance:.4f}, cost euclidean)"
+    assert lines[-2] == e.signature and lines[-1] == f"wrote {tmp_path / 'plan.png'}"
+    assert (tmp_path / "plan.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_explain_errors_are_one_line(capsys):
+    from movers.cli import main
+
+    for args, message in ((["  ", "A cat."], "the prediction is empty"),
+                          (["A cat.", "A dog.", "--opt", "colour=red"], "unknown option 'colour'")):
+        status = main(["explain", "-m", "moverscore", *args])
+        out, err = capsys.readouterr()
+        line = one_line_error(subprocess.CompletedProcess([], status, out, err), prefix="movers explain: error: ")
+        assert message in line
+    proc = run("explain", "-m", "delta_bleu", "A cat.", "A dog.")
+    assert proc.returncode == 2 and "invalid choice: 'delta_bleu'" in proc.stderr
+
+
+COUNTING = """
+import sys
+from transformers.models.bert import modeling_bert
+rows = [0]
+forward = modeling_bert.BertModel.forward
+def counted(self, *args, **kwargs):
+    rows[0] += kwargs["input_ids"].shape[0]
+    return forward(self, *args, **kwargs)
+modeling_bert.BertModel.forward = counted
+from movers.cli import main
+status = main(sys.argv[1:])
+print(f"forward rows: {rows[0]}", file=sys.stderr)
+sys.exit(status)
+"""
+
+
+@pytest.mark.slow
+def test_several_metrics_share_one_encoder_pass(wmt):
+    """moverscore, twmd and lazy_emd use the same encoder: the model sees each unique text once."""
+    folder, hyps, refs, _ = wmt
+    env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", COUNTING, "score", "-m", "moverscore", "-m", "twmd", "-m",
+                           "lazy_emd", "-r", str(folder / "refs.txt"), "-c", str(folder / "hyps.txt"), "-f", "json",
+                           "--per-segment"], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == f"forward rows: {len(set(hyps + refs))}"  # not 3x
+    out = json.loads(proc.stdout)
+    for slug in ("moverscore", "twmd", "lazy_emd"):
+        api = getattr(movers, slug)(hyps, refs)
+        np.testing.assert_allclose(out[slug]["scores"], api.scores, atol=1e-9, rtol=0)
+        assert out[slug]["signature"] == api.signature
