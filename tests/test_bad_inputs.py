@@ -68,6 +68,18 @@ NO_CONTENT = Error(ValueError, r"predictions\[0\] has no content token")
 BLEU_ZERO = Value(lambda s: s == 0.0, "BLEU 0 (no n-gram shared with the references)")
 
 
+EMPTY_WARNS = "are empty; scored as the metric's worst value"
+WORST_EMPTY = {  # hand values: MoverScore 1/(1+2) (all mass at the largest unit-vector distance 2), SMS exp(-inf),
+    # TWMD -1 (the lowest cosine), Lazy-EMD distance 2 (all mass at 1 - cos = 2); ΔBLEU: sacreBLEU's 0
+    "moverscore": Value(lambda s: s == 1 / 3, "1/3, the worst", warns=EMPTY_WARNS),
+    "sms": Value(lambda s: s == 0.0, "0.0, the worst", warns=EMPTY_WARNS),
+    "s_wms": Value(lambda s: s == 0.0, "0.0, the worst", warns=EMPTY_WARNS),
+    "twmd": Value(lambda s: s == -1.0, "-1, the worst", warns=EMPTY_WARNS),
+    "lazy_emd": Value(lambda s: s == 2.0, "distance 2, the worst", warns=EMPTY_WARNS),
+    "delta_bleu": Value(lambda s: s == 0.0, "BLEU 0 (no n-gram shared with the references)"),
+}
+
+
 def by_kind(contextual, static, bleu):
     return {**{m: contextual for m in CONTEXTUAL}, **{m: static for m in STATIC}, "delta_bleu": bleu}
 
@@ -117,10 +129,11 @@ CASES: list[tuple[str, Any, Any, Callable[[str], dict] | None, dict]] = [
     ("None reference", [R], [None], None, same(error(TypeError, r"`references\[0\]` must be .*got None"))),
     ("ragged", [R, P2], [[R], [R2, R]], None, same(FINITE)),
     ("tuple/numpy", (R, P2), np.array([R, R2]), None, same(FINITE)),
-    ("empty text", *two(""), None,
-     by_kind(Error(ValueError, r"`predictions\[0\]` must be a non-empty text"),
-             Error(ValueError, r"`predictions\[0\]` must be a non-empty text"), BLEU_ZERO)),
-    ("whitespace text", *two(" \n\t "), None,
+    # Empty predictions: the metric's worst value with a warning (empty_predictions="worst", the default,
+    # so that a training loop survives a model that generates nothing), or an error when asked for.
+    ("empty text", *two(""), None, WORST_EMPTY),
+    ("whitespace text", *two(" \n\t "), None, WORST_EMPTY),
+    ("empty text, empty_predictions='error'", *two(""), lambda m: {} if m == "delta_bleu" else {"empty_predictions": "error"},
      by_kind(Error(ValueError, r"`predictions\[0\]` must be a non-empty text"),
              Error(ValueError, r"`predictions\[0\]` must be a non-empty text"), BLEU_ZERO)),
     ("empty reference", [R], [""], None,

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 from dataclasses import dataclass
@@ -340,9 +341,10 @@ class Encoder:
 
         Inside :func:`shared_embeddings` texts this encoder has already embedded are not run again.
         """
-        if _MEMOS is None:
+        memos = _MEMOS.get()
+        if memos is None:
             return self._embed(texts, batch_size=batch_size, verbose=verbose)
-        memo = _MEMOS.setdefault(id(self), (self, {}))[1]
+        memo = memos.setdefault(id(self), (self, {}))[1]
         missing = [t for t in dict.fromkeys(texts) if t not in memo]
         if missing:
             new = self._embed(missing, batch_size=batch_size, verbose=verbose)
@@ -460,7 +462,9 @@ class Encoder:
         return out  # type: ignore[return-value]
 
 
-_MEMOS: dict[int, tuple[Encoder, dict]] | None = None
+_MEMOS: contextvars.ContextVar[dict[int, tuple[Encoder, dict]] | None] = contextvars.ContextVar("movers_memos",
+                                                                                                default=None)
+"""The embedding memo of the innermost :func:`shared_embeddings` block (per thread / task; None outside)."""
 
 
 @contextlib.contextmanager
@@ -471,12 +475,11 @@ def shared_embeddings() -> Iterator[None]:
     the same cached encoder (bundled model, last layer), so the model runs once per unique text. The
     memo holds the vectors until the block ends; it is never a cache across calls.
     """
-    global _MEMOS
-    outer, _MEMOS = _MEMOS, ({} if _MEMOS is None else _MEMOS)
+    token = _MEMOS.set({} if _MEMOS.get() is None else _MEMOS.get())
     try:
         yield
     finally:
-        _MEMOS = outer
+        _MEMOS.reset(token)
 
 
 def power_means(layers: Sequence[Tensor]) -> Tensor:

@@ -22,12 +22,13 @@ import math
 import re
 import warnings
 from importlib import resources
+from collections.abc import Iterator
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
 from . import progress
-from ._validation import check_choice, normalise_references
+from ._validation import _check_list, check_choice, check_documents, normalise_references
 from .result import Scores
 from .signature import format_float, nrefs_label
 
@@ -82,9 +83,9 @@ def _is_empty(prediction: Any) -> bool:
 
 
 def _materialise(texts: Any) -> Any:
-    if texts is None or isinstance(texts, (str, bytes, list, tuple)) or not hasattr(texts, "__iter__"):
-        return texts
-    return list(texts)
+    """Read a one-shot iterator (a generator) into a list; leave every other value to the checks
+    (a dict or a set must be refused there, not turned into its keys here)."""
+    return list(texts) if isinstance(texts, Iterator) else texts
 
 
 def _pair_count(metric: str, predictions: Any, references: Any, baseline: Any) -> int | None:
@@ -101,9 +102,7 @@ def _reference_groups(metric: str, preds: list, references: Any) -> list[list[An
     segmented = bool(preds) and isinstance(preds[0], (list, tuple))
     stand_in = [["x"] if segmented else "x"] * len(preds)  # only the references are checked here
     if metric in ("sms", "s_wms"):
-        from .metrics.sms import _check_documents
-
-        return _check_documents(metric, stand_in, references)[1]
+        return check_documents(metric, stand_in, references)[1]
     return normalise_references(metric, references, len(preds))
 
 
@@ -132,7 +131,6 @@ def _settings(signature: str) -> str:
     return "|".join([name] + kept)
 
 
-@functools.lru_cache(maxsize=1)
 def bundled_baselines() -> dict[str, dict[str, Any]]:
     """``data/baselines.json``: per metric, the baseline and the settings it was computed with."""
     text = resources.files("movers").joinpath("data/baselines.json").read_text(encoding="utf-8")
@@ -159,9 +157,9 @@ def with_scoring_options(metric: str) -> Callable[[Callable[..., Scores]], Calla
             if baseline is not None and not rescalable:
                 raise TypeError(f"{metric}: `baseline` is only for the similarity metrics {list(RESCALABLE)}.")
             _check_baseline(metric, baseline, options)
-            preds = None if isinstance(predictions, (str, bytes)) or predictions is None else list(predictions)
-            empty = [] if preds is None or empty_predictions == "error" else \
-                [i for i, p in enumerate(preds) if _is_empty(p)]
+            # movers' own container check first: a dict's keys, a set or a bare string are never scored
+            preds = _check_list(metric, "predictions", predictions, "a list of strings")
+            empty = [] if empty_predictions == "error" else [i for i, p in enumerate(preds) if _is_empty(p)]
             if not empty:
                 result = function(predictions, references, **options)
                 refs, nrefs = None, None
