@@ -238,6 +238,19 @@ def test_module_object_stays_usable_after_errors(metric, modules):
         module.add(prediction=None, reference=R)
 
 
+def test_a_failed_compute_never_touches_another_objects_cache_file():
+    """evaluate keeps the paths of a finished compute; a later failure of that object must not delete the
+    cache file another object (or process) now holds at the same default path."""
+    first, second = movers.load("delta_bleu"), movers.load("delta_bleu")
+    first.compute(predictions=[R], references=[R])       # done: its default cache path is free again
+    second.add_batch(predictions=[R], references=[R])    # takes that path
+    with pytest.raises(TypeError):
+        first.compute(predictions=[R, 5], references=[R, R])
+    with pytest.raises(TypeError):
+        first.compute(predictions=[R], references=[R], colour="red")
+    assert second.compute()["score"] == pytest.approx(100.0, abs=1e-9)
+
+
 def test_delta_bleu_weighted_configuration_checks_weights_first():
     module = movers.load("delta_bleu", "weighted")
     with pytest.raises(ValueError, match=r"`reference_weights\[0\]\[1\]` must be a number in \[-1, 1\], got 3"):

@@ -64,7 +64,8 @@ def test_moverscore_formula_on_unit_vectors_by_hand():
 def test_empty_sides_follow_each_metric_rule():
     none = Histogram([], np.zeros(0), np.zeros((0, 2)))
     one = Histogram(["a"], np.ones(1), np.ones((1, 2)) / math.sqrt(2))
-    assert moverscore_from_embeddings(none, none).distance == 0.0
+    assert moverscore_from_embeddings(none, none).distance == 2.0  # worst, not the original's perfect d = 0
+    assert sms_from_embeddings(none, none).distance == math.inf  # the same rule in SMS
     assert moverscore_from_embeddings(none, one, cost="euclidean").distance == 2.0
     assert moverscore_from_embeddings(none, one).empty
     assert sms_from_embeddings(one, none).distance == math.inf and sms_from_embeddings(one, none).score == 0.0

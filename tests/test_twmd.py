@@ -441,3 +441,18 @@ def test_trwmd_paper_form_through_the_metric(encoders):
     np.testing.assert_allclose(cold.extra["precision"], warm.extra["precision"], atol=1e-4)  # both -> max
     with pytest.raises(ValueError, match="`relaxed` applies to variant='trwmd' only"):
         twmd(pred, ref, relaxed="logsumexp", encoder=encoders[-1])
+
+
+def test_fitted_centring_makes_multi_reference_scores_order_free():
+    """The card's claim: with batch centring one segment's extra reference moves the other segments'
+    scores and the max over references is not the best reference alone; fitted means fix both."""
+    preds = ["The cat sat on the mat.", "A dog ran in the park.", "It rained all day.", "He bought milk."]
+    refs = [["A cat was sitting on the mat."], ["The dog was running."], ["Rain fell all day."], ["She bought bread."]]
+    extra = [[refs[0][0], "Stock markets fell sharply on Monday."]] + refs[1:]
+    batch_a, batch_b = twmd(preds, refs).scores, twmd(preds, extra).scores
+    assert max(abs(x - y) for x, y in zip(batch_a[1:], batch_b[1:])) > 1e-6
+    fitted = movers.TwmdCentering.fit(preds, refs)
+    a, b = twmd(preds, refs, centering=fitted).scores, twmd(preds, extra, centering=fitted).scores
+    assert a[1:] == b[1:]
+    alone = [twmd(preds, [[r]] + refs[1:], centering=fitted).scores[0] for r in extra[0]]
+    assert b[0] == max(alone)

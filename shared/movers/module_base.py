@@ -64,11 +64,16 @@ class MoversMetric(evaluate.Metric):
 
         A failed call discards the examples added so far, so the object stays usable.
         """
+        # evaluate leaves file_paths/filelocks of the last successful compute behind; cleared here so that a
+        # failure below discards only files this call holds (another module or process may own that path now).
+        self.file_paths = self.filelocks = None
         try:
-            return super().compute(predictions=predictions, references=references, **kwargs)
+            out = super().compute(predictions=predictions, references=references, **kwargs)
         except BaseException:
             self._movers_discard()
             raise
+        self.file_paths = self.filelocks = None
+        return out
 
     # ------------------------------------------------------------------ internals
 
@@ -111,7 +116,8 @@ class MoversMetric(evaluate.Metric):
         return batch
 
     def _movers_discard(self) -> None:
-        """Drop the pending writer, cache file and lock, as a successful `compute` does."""
+        """Drop the pending writer, cache file and lock, as a successful `compute` does: only what this object
+        holds now (its open cache file, or the files the failing `compute` gathered)."""
         import os
 
         if self.writer is not None:
