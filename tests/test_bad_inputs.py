@@ -69,9 +69,9 @@ BLEU_ZERO = Value(lambda s: s == 0.0, "BLEU 0 (no n-gram shared with the referen
 
 
 EMPTY_WARNS = "are empty; scored as the metric's worst value"
-WORST_EMPTY = {  # hand values: MoverScore 1/(1+2) (all mass at the largest unit-vector distance 2), SMS exp(-inf),
+WORST_EMPTY = {  # hand values: MoverScore 1 - 2 (preset 1.0.3; all mass at the largest unit-vector distance 2), SMS exp(-inf),
     # TWMD -1 (the lowest cosine), Lazy-EMD distance 2 (all mass at 1 - cos = 2); ΔBLEU: sacreBLEU's 0
-    "moverscore": Value(lambda s: s == 1 / 3, "1/3, the worst", warns=EMPTY_WARNS),
+    "moverscore": Value(lambda s: s == -1.0, "-1 = 1 - 2, the worst of the default 1.0.3 preset", warns=EMPTY_WARNS),
     "sms": Value(lambda s: s == 0.0, "0.0, the worst", warns=EMPTY_WARNS),
     "s_wms": Value(lambda s: s == 0.0, "0.0, the worst", warns=EMPTY_WARNS),
     "twmd": Value(lambda s: s == -1.0, "-1, the worst", warns=EMPTY_WARNS),

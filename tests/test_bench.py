@@ -84,8 +84,16 @@ def test_speed_benchmark_runs_side_by_side(tmp_path, capsys):
 def test_demo_prints_scores_and_signature(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert "moverscore = 0.6210" in out  # = the GitHub original's corpus_score example (0.62097)
-    assert "MoverScore|preset:github|" in out
+    # Default preset 1.0.3 (1 - d): each value is 2 - 1/s of the github preset's s (d = 1/s - 1), and the
+    # github values average to the GitHub original's corpus_score example (0.62097).
+    assert "moverscore = 0.3284" in out and "-0.1531  'He went" in out
+    assert "MoverScore|preset:1.0.3|" in out
+    import movers
+    from movers.cli import DEMO_PAIRS
+    github = movers.moverscore([p for p, _ in DEMO_PAIRS], [r for _, r in DEMO_PAIRS], preset="github").scores
+    assert np.mean(github) == pytest.approx(0.62097, abs=5e-5)
+    default = movers.moverscore([p for p, _ in DEMO_PAIRS], [r for _, r in DEMO_PAIRS]).scores
+    assert default == pytest.approx([2 - 1 / s for s in github], abs=1e-12)
 
 
 # ---------------------------------------------------------------- preprocessing as the papers'

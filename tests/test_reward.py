@@ -81,9 +81,9 @@ def test_grpo_trainer_survives_a_policy_that_generates_nothing():
     assert len(calls) == 2
     for completions, _, rewards in calls:
         assert completions == [""] * 4
-        assert rewards == [pytest.approx(1 / 3, abs=1e-12)] * 4  # 1/(1+d) at the largest cost d = |u-v| = 2
+        assert rewards == [pytest.approx(-1.0, abs=1e-12)] * 4  # 1 - d at the largest cost d = |u-v| = 2
     for log in logs:
-        assert log["rewards/movers_moverscore/mean"] == pytest.approx(1 / 3, abs=1e-6)
+        assert log["rewards/movers_moverscore/mean"] == pytest.approx(-1.0, abs=1e-6)
         assert log["reward_std"] == 0
 
 
@@ -100,8 +100,8 @@ def test_conversational_completions_score_like_plain_strings():
 
 
 @pytest.mark.parametrize("metric, options, worst", [
-    ("moverscore", {}, 1 / 3),
-    ("moverscore", {"preset": "1.0.3"}, -1.0),
+    ("moverscore", {}, -1.0),                    # 1 - 2 with the default preset 1.0.3
+    ("moverscore", {"preset": "github"}, 1 / 3),  # 1/(1+2)
     ("twmd", {}, -1.0),
     ("lazy_emd", {}, -1.0),
     ("sms", {}, 0.0),

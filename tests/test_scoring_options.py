@@ -23,8 +23,8 @@ REFS = ["A cat was sitting on the mat.", "The dog barked.", "It rains today.", "
 KEEP = [0, 2]
 
 WORST = [  # metric, options, worst score (by hand), worst extras
-    ("moverscore", {}, 1 / (1 + 2), {"distances": 2.0}),               # |u - v| <= 2 for unit vectors
-    ("moverscore", {"preset": "1.0.3"}, 1 - 2, {"distances": 2.0}),
+    ("moverscore", {}, 1 - 2, {"distances": 2.0}),                     # |u - v| <= 2 for unit vectors
+    ("moverscore", {"preset": "github"}, 1 / (1 + 2), {"distances": 2.0}),
     ("moverscore", {"preset": "paper"}, 1 - 4, {"distances": 4.0}),    # squared Euclidean <= 4
     ("sms", {}, 0.0, {"distances": math.inf}),                         # exp(-inf)
     ("s_wms", {}, 0.0, {"distances": math.inf}),
@@ -68,11 +68,11 @@ def test_all_empty_and_multiple_references():
     with pytest.warns(RuntimeWarning):
         got = movers.moverscore(["", " "], refs)
     normal = movers.moverscore(["A cat.", "A dog."], refs)
-    assert got.scores == [1 / 3, 1 / 3] and got.extra["per_reference"] == [[1 / 3, 1 / 3]] * 2
+    assert got.scores == [-1.0, -1.0] and got.extra["per_reference"] == [[-1.0, -1.0]] * 2  # 1 - 2 (preset 1.0.3)
     assert got.signature == normal.signature and "|nrefs:2|" in got.signature
     with pytest.warns(RuntimeWarning):
         mixed = movers.moverscore(["A cat.", ""], [refs[0], ["Only one."]])
-    assert "|nrefs:var|" in mixed.signature and mixed.extra["per_reference"][1] == [1 / 3]
+    assert "|nrefs:var|" in mixed.signature and mixed.extra["per_reference"][1] == [-1.0]
 
 
 def test_pre_segmented_sms_documents_and_plans():
@@ -88,7 +88,7 @@ def test_evaluate_module_passes_the_options():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         out = module.compute(predictions=["", "A cat sat."], references=["A dog.", "A cat sat."])
-    assert out["scores"][0] == 1 / 3 and out["scores"][1] == pytest.approx(1.0, abs=1e-12)
+    assert out["scores"][0] == -1.0 and out["scores"][1] == pytest.approx(1.0, abs=1e-12)  # 1 - 2: the worst
     with pytest.raises(ValueError, match="non-empty text"):
         module.compute(predictions=[""], references=["A dog."], empty_predictions="error")
     rescaled = module.compute(predictions=["A cat sat."], references=["A cat sat."], baseline=0.5)
@@ -133,7 +133,7 @@ def test_bundled_baseline_matches_its_settings_only():
     assert got.scores == pytest.approx([(s - b) / (1 - b) for s in raw], abs=1e-12)
     assert f"|baseline:bundled[wmt15-16-refs,b={format(b, 'g')}]|" in got.signature
     with pytest.raises(ValueError, match="`baseline='bundled'` was computed with"):
-        movers.moverscore(HYPS, GOLD, baseline="bundled", preset="1.0.3")
+        movers.moverscore(HYPS, GOLD, baseline="bundled", preset="github")
     with pytest.raises(ValueError, match="`baseline='bundled'` was computed with"):
         movers.twmd(HYPS, GOLD, baseline="bundled", centering="none")
 

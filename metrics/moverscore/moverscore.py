@@ -20,7 +20,7 @@ _CITATION = """\
 _DESCRIPTION = """\
 MoverScore is the earth mover's distance between the IDF-weighted contextual token embeddings of a
 prediction and a reference, turned into a similarity. Presets reproduce the three original
-implementations: "github" (default; 1/(1+d), in (0, 1]), "1.0.3" (PyPI moverscore 1.0.3; 1-d) and
+implementations: "1.0.3" (default: PyPI moverscore 1.0.3; 1-d), "github" (1/(1+d), in (0, 1]) and
 "paper" (p-means of the last five layers, n-grams, squared Euclidean cost). The default encoder is the
 bundled all-MiniLM-L6-v2 (no download); any Hugging Face model id or local folder works.
 """
@@ -30,7 +30,7 @@ Args:
     predictions (`list` of `str`): Hypotheses, one per segment.
     references (`list` of `str`, or `list` of `list` of `str`): One reference per segment, or a
         non-empty list per segment (ragged lists allowed).
-    preset (`str`): "github" (default), "1.0.3" or "paper".
+    preset (`str`): "1.0.3" (default; score 1-d), "github" (1/(1+d)) or "paper".
     model (`str`): Hugging Face model id or local folder; default the bundled all-MiniLM-L6-v2.
     layer (`int` or `list` of `int`): hidden_states index (0 = embeddings, -1 = last); a list is
         aggregated by power means. Default from the preset.
@@ -41,7 +41,7 @@ Args:
         table = fixed weights.
     remove_subwords (`bool`), remove_punctuation (`bool`): default True (the original).
     stop_words (`bool`, `str` or `list` of `str`): None (default), True for the shipped English list.
-    reference_aggregation (`str`): "mean" (default, as the original's example) or "max".
+    reference_aggregation (`str`): "max" (default; the closest reference) or "mean" (the original's example).
     long_texts (`str`): "window" (default: sliding windows), "truncate" (as the original) or "error".
     batch_size (`int`), device (`str`), verbose (`bool`): runtime only; never change a score.
     centering (`str` or `movers.Centering`): subtract a token mean before comparing (Chen et al. 2020):
@@ -63,9 +63,9 @@ Examples:
     >>> results = moverscore.compute(predictions=["The cat sat on the mat."],
     ...                              references=["A cat was sitting on the mat."])
     >>> round(results["score"], 4)
-    0.714
+    0.5995
     >>> results["signature"].split("|")[:4]
-    ['MoverScore', 'preset:github', 'nrefs:1', 'agg:mean']
+    ['MoverScore', 'preset:1.0.3', 'nrefs:1', 'agg:max']
     >>> results = moverscore.compute(predictions=["The cat sat on the mat."],
     ...                              references=[["A cat was sitting on the mat.", "The cat sat on the mat."]],
     ...                              reference_aggregation="max")
@@ -86,9 +86,9 @@ class Moverscore(movers.MoversMetric):  # movers' input checks before evaluate's
             reference_urls=["https://aclanthology.org/D19-1053"],
         )
 
-    def _compute(self, predictions, references, preset="github", model=None, layer=None, n_gram=None,
+    def _compute(self, predictions, references, preset="1.0.3", model=None, layer=None, n_gram=None,
                  cost=None, transform=None, idf=False, remove_subwords=True, remove_punctuation=True,
-                 stop_words=None, reference_aggregation="mean", long_texts="window", batch_size=64,
+                 stop_words=None, reference_aggregation="max", long_texts="window", batch_size=64,
                  device=None, verbose=False, centering="none", centering_batch=32, empty_predictions="worst",
                  baseline=None):
         return movers.moverscore(
