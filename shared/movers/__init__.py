@@ -40,6 +40,8 @@ __all__ = [
     "lazy_emd",
     "lazy_emd_plot",
     "text_features",
+    "distributed_scoring",
+    "score_stream",
 ]
 
 # name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap.
@@ -63,6 +65,8 @@ _LAZY = {
     "lazy_emd": "metrics.lazy_emd",
     "lazy_emd_plot": "metrics.lazy_emd",
     "text_features": "features",
+    "distributed_scoring": "distributed",
+    "score_stream": "streaming",
 }
 
 

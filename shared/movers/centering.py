@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Literal, Sequence, Union
+from typing import Callable, Literal, Sequence, Union
 
 import torch
 from torch import Tensor
@@ -60,7 +60,8 @@ CenteringSpec = Union[Literal["batch", "corpus", "none"], Centering]
 
 
 def centring_means(centering: CenteringSpec, predictions: Sequence[Tensor], references: Sequence[Tensor],
-                   owner: Sequence[int], k: int) -> tuple[list[Tensor], list[Tensor], str]:
+                   owner: Sequence[int], k: int, *, total: Callable[[Tensor], Tensor] | None = None,
+                   dim: int | None = None) -> tuple[list[Tensor], list[Tensor], str]:
     """Per segment (prediction mean, reference mean) and the signature label.
 
     Args:
@@ -68,8 +69,12 @@ def centring_means(centering: CenteringSpec, predictions: Sequence[Tensor], refe
         predictions: Token vectors [n_i, d] per segment (float64).
         references: Token vectors [m_j, d] per flat reference; ``owner[j]`` is its segment.
         k: Segments per batch for ``"batch"``.
+        total: For ``"corpus"``: maps these segments' token sums and counts to those of the whole call
+            (the sum over the ranks of a distributed call, or over a stream); default: these segments are
+            the whole call. dim: the vector size when there are no segments here.
     """
-    n, d = len(predictions), predictions[0].shape[1]
+    n = len(predictions)
+    d = predictions[0].shape[1] if n else int(dim or 0)
     if isinstance(centering, Centering):
         if centering.prediction_mean.shape != (d,):
             raise ValueError(f"centering: the fitted means must have {d} dimensions, got "
@@ -80,7 +85,17 @@ def centring_means(centering: CenteringSpec, predictions: Sequence[Tensor], refe
     if centering == "none":
         zero = torch.zeros(d, dtype=torch.float64)
         return [zero] * n, [zero] * n, "none"
-    size = n if centering == "corpus" else k
+    if centering == "corpus":
+        # sums and counts, not means: they add up across the parts of a call
+        sums = torch.zeros(2, d + 1, dtype=torch.float64)
+        for row, vectors in ((0, predictions), (1, references)):
+            for x in vectors:
+                sums[row, :d] += x.sum(0)
+                sums[row, d] += x.shape[0]
+        sums = sums if total is None else total(sums)
+        mc, mr = sums[0, :d] / sums[0, d], sums[1, :d] / sums[1, d]
+        return [mc] * n, [mr] * n, "corpus"
+    size = k
     refs_of: list[list[int]] = [[] for _ in range(n)]
     for j, i in enumerate(owner):
         refs_of[i].append(j)

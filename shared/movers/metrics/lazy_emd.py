@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence, Union
+from typing import Any, Callable, Literal, Sequence, Union
 
 import numpy as np
 import torch
@@ -40,7 +40,8 @@ from .._validation import check_choice, check_number, check_pairs
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation, plot_explanation
 from ..histogram import Alignment, Histogram, unit_rows
-from ..idf import Idf, idf_from_ids
+from ..distributed import current_scope
+from ..idf import Idf, call_idf
 from ..references import ReferenceGroups
 from ..result import Scores
 from ..signature import format_float, format_signature, library_versions, nrefs_label
@@ -201,18 +202,32 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
         raise ValueError(f"{name}: pass either `encoder` or `model`, not both.")
 
     groups = ReferenceGroups.of(refs)
-    emb = encoder.embed(preds + groups.flat, batch_size=batch_size, verbose=verbose)
-    hyp, ref = emb.select(0, len(preds)), emb.select(len(preds), len(emb))
-    table, idf_label = _resolve_idf(name, idf, ref.ids, encoder.name)
+    # This process scores segments `part` (all of them unless scoring is distributed or streamed).
+    scope = current_scope()
+    part = scope.part(len(preds))
+    local_preds, local = preds[part.start:part.stop], ReferenceGroups.of(refs[part.start:part.stop])
+    table, idf_label = _resolve_idf(name, idf, lambda: encoder.token_ids(local.flat), encoder.name)
+    scope.statistics_done()
+    emb = encoder.embed(local_preds + local.flat, batch_size=batch_size, verbose=verbose)
+    hyp, ref = emb.select(0, len(local_preds)), emb.select(len(local_preds), len(emb))
     hyp_sides = [Histogram(hyp.tokens[i], lazy_emd_masses(hyp.ids[i], hyp.special[i], table), hyp.vectors[i])
-                 for i in range(len(preds))]
+                 for i in range(len(local_preds))]
     ref_sides = [Histogram(ref.tokens[k], lazy_emd_masses(ref.ids[k], ref.special[k], table), ref.vectors[k])
-                 for k in range(len(groups.flat))]
+                 for k in range(len(local.flat))]
     keep = return_plans or return_matching
-    pairs = lazy_emd_from_embeddings([hyp_sides[i] for i in groups.owner], ref_sides, reg=reg,
-                                     reg_candidate=reg_candidate, reg_reference=reg_reference, mask=threshold,
-                                     solver=solver, max_iter=max_iter, tol=tol, device=encoder.device,
-                                     return_plans=keep)
+    solved = lazy_emd_from_embeddings([hyp_sides[i] for i in local.owner], ref_sides, reg=reg,
+                                      reg_candidate=reg_candidate, reg_reference=reg_reference, mask=threshold,
+                                      solver=solver, max_iter=max_iter, tol=tol, device=encoder.device,
+                                      return_plans=keep)
+    alignments = []
+    if keep:
+        for k, i in enumerate(local.owner):
+            pair = Alignment(score=solved.distances[k], distance=solved.distances[k], cost=solved.costs[k],
+                             plan=solved.plans[k])
+            alignments.append(Explanation.of(name, hyp_sides[i], ref_sides[k], pair, cost_label="1 - cos"))
+    alignments = scope.gather(alignments)
+    pairs = LazyEmdPairs(*(scope.gather(values) for values in (solved.distances, solved.converged,
+                                                                solved.iterations)))
     not_converged = sorted({groups.owner[k] for k, ok in enumerate(pairs.converged) if not ok})
     if not_converged:
         warnings.warn(f"{name}: segments {not_converged[:10]} did not converge within "
@@ -222,12 +237,6 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     scores = groups.aggregate(pairs.distances, reference_aggregation)
     converged = [all(c) for c in groups.split(pairs.converged)]
     iterations = [max(it) for it in groups.split(pairs.iterations)]
-    alignments = []
-    if keep:
-        for k, i in enumerate(groups.owner):
-            pair = Alignment(score=pairs.distances[k], distance=pairs.distances[k], cost=pairs.costs[k],
-                             plan=pairs.plans[k])
-            alignments.append(Explanation.of(name, hyp_sides[i], ref_sides[k], pair, cost_label="1 - cos"))
     similarities = [1.0 - d for d in scores]
     signature = format_signature("LazyEMD", [
         ("preset", preset),
@@ -275,16 +284,18 @@ def _resolve_mask(name: str, mask: MaskSpec, preset: Preset) -> float | None:
     return float(mask)
 
 
-def _resolve_idf(name: str, idf: IdfSpec, ref_ids: list[list[int]], tokenizer: str) -> tuple[Idf | None, str]:
-    """(table, signature label); None = uniform masses."""
+def _resolve_idf(name: str, idf: IdfSpec, ref_ids: Callable[[], list[list[int]]],
+                 tokenizer: str) -> tuple[Idf | None, str]:
+    """(table, signature label); None = uniform masses. `ref_ids`: the references' token ids, on demand."""
     if idf is False:
         return None, "uniform"
     if idf is True:
-        if len(ref_ids) == 1:
+        table = call_idf(ref_ids(), tokenizer=tokenizer)  # document frequencies of the whole call
+        if table.n_docs == 1:
             warnings.warn(f"{name}: idf=True computes IDF from the references of this call; with a single "
                           f"reference every token gets weight 0 (uniform masses are used instead). Pass "
                           f"idf=False or a fitted movers.Idf table.", RuntimeWarning, stacklevel=3)
-        return idf_from_ids(ref_ids, tokenizer=tokenizer), "idf-call"
+        return table, "idf-call"
     idf.check(name, tokenizer)
     return idf, f"idf-{idf.label}"
 

@@ -41,7 +41,8 @@ from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
 from ..filters import PUNCTUATION, is_subword, resolve_stopwords
 from ..histogram import Alignment, Histogram, unit_rows
-from ..idf import Idf, idf_from_ids
+from ..distributed import current_scope
+from ..idf import Idf, call_idf
 from ..references import ReferenceGroups
 from ..result import Scores
 from ..signature import format_signature, library_versions, nrefs_label
@@ -190,7 +191,12 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
         raise ValueError(f"{name}: pass either `encoder` or `model`/`layer`, not both.")
 
     groups = ReferenceGroups.of(refs)
-    idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, groups.flat, preds)
+    # This process scores segments `part` (all of them unless scoring is distributed or streamed).
+    scope = current_scope()
+    part = scope.part(len(preds))
+    idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, ReferenceGroups.of(refs[part.start:part.stop]).flat,
+                                               preds[part.start:part.stop])
+    scope.statistics_done()
 
     def side(emb, i: int, table: Idf | None) -> Histogram:
         weights = np.ones(len(emb.ids[i])) if table is None else np.asarray(table.lookup(emb.ids[i]), np.float64)
@@ -201,8 +207,9 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
     pairs: list[Alignment] = []
     alignments: list[Explanation] = []
     # Bounded memory: embed and score CHUNK segments at a time (IDF above already covers the whole call).
-    for start in range(0, len(preds), CHUNK):
-        chunk_preds, chunk_refs = preds[start:start + CHUNK], refs[start:start + CHUNK]
+    for start in range(part.start, part.stop, CHUNK):
+        stop = min(start + CHUNK, part.stop)
+        chunk_preds, chunk_refs = preds[start:stop], refs[start:stop]
         chunk = ReferenceGroups.of(chunk_refs)
         emb = encoder.embed(chunk_preds + chunk.flat, batch_size=batch_size, verbose=verbose)
         hyp_emb, ref_emb = emb.select(0, len(chunk_preds)), emb.select(len(chunk_preds), len(emb))
@@ -214,6 +221,7 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
             pairs.append(pair)
             if return_plans:
                 alignments.append(Explanation.of(name, hyp_sides[i], ref_side, pair, cost_label=cost))
+    pairs, alignments = scope.gather(pairs), scope.gather(alignments)
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
     if empty:
         warnings.warn(f"{name}: segments {empty[:10]} have a side with no weighted token (all "
@@ -255,12 +263,13 @@ def _resolve_idf(name: str, idf: IdfSpec, encoder: Encoder, refs: list[str],
     if idf is False:
         return None, None, "none"
     if idf is True:
-        if len(preds) == 1 or len(refs) == 1:
+        tables = (call_idf(encoder.token_ids(refs), tokenizer=encoder.name),
+                  call_idf(encoder.token_ids(preds), tokenizer=encoder.name))
+        if min(t.n_docs for t in tables) == 1:
             warnings.warn(f"{name}: idf=True computes IDF from the texts of this call; with a single text "
                           f"every token gets weight 0. Pass idf=False or a fitted movers.Idf table.",
                           RuntimeWarning, stacklevel=3)
-        return (idf_from_ids(encoder.token_ids(refs), tokenizer=encoder.name),
-                idf_from_ids(encoder.token_ids(preds), tokenizer=encoder.name), "call")
+        return tables[0], tables[1], "call"
     tables = (idf, idf) if isinstance(idf, Idf) else idf
     for table in tables:
         table.check(name, encoder.name)

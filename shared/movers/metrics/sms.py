@@ -43,6 +43,7 @@ import torch
 from scipy.spatial.distance import cdist
 
 from .._validation import check_choice, check_number, check_predictions, normalise_references
+from ..distributed import current_scope
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
 from ..filters import resolve_stopwords
@@ -166,8 +167,13 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
 
     # Each unique document -> its sentences as token lists (cheap; cached for the whole call).
     groups = ReferenceGroups.of(refs)
-    pred_keys = [_key(d) for d in preds]
-    ref_keys = [_key(d) for d in groups.flat]
+    # This process scores segments `part` (all of them unless scoring is distributed or streamed).
+    scope = current_scope()
+    part = scope.part(len(preds))
+    scope.statistics_done()  # no call-level statistics: each segment depends on its own texts only
+    local = ReferenceGroups.of(refs[part.start:part.stop])
+    pred_keys = [_key(d) for d in preds[part.start:part.stop]]
+    ref_keys = [_key(d) for d in local.flat]
     tokens: dict[Any, list[list[str]]] = {}
     for key in dict.fromkeys(pred_keys + ref_keys):
         sentences = list(key[1]) if key[0] == "given" else split_sentences(key[1], segmenter)
@@ -185,15 +191,15 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
 
     pairs: list[Alignment] = []
     alignments: list[Explanation] = []
-    for block in _blocks(pred_keys, groups, ref_keys, tokens):
+    for block in _blocks(pred_keys, local, ref_keys, tokens):
         needed = list(dict.fromkeys([pred_keys[i] for i in block]
-                                    + [ref_keys[k] for k, i in enumerate(groups.owner) if i in block]))
+                                    + [ref_keys[k] for k, i in enumerate(local.owner) if i in block]))
         if static:
             docs = {key: _static_document(tokens[key], vectors, stops) for key in needed}
         else:
             docs = _contextual_documents(needed, tokens, encoder, stops, batch_size=batch_size, verbose=verbose)
         members = set(block)
-        for k, i in enumerate(groups.owner):
+        for k, i in enumerate(local.owner):
             if i not in members:
                 continue
             hyp, ref = docs[pred_keys[i]].points(variant), docs[ref_keys[k]].points(variant)
@@ -201,6 +207,7 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
             pairs.append(pair)
             if return_plans:
                 alignments.append(Explanation.of(name, hyp, ref, pair, cost_label="euclidean"))
+    pairs, alignments = scope.gather(pairs), scope.gather(alignments)
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
     if empty:
         warnings.warn(f"{name}: segments {empty[:10]} have a document with no kept word (no "
