@@ -4,6 +4,7 @@
     movers register                  register the evaluate modules for bare-name offline loading
     movers bench correlation ...     metric vs human judgments (see movers.bench.correlation)
     movers bench speed ...           side-by-side timings (see movers.bench.speed_<metric>)
+    movers bench scale ...           peak memory vs corpus size, throughput with 1 and 2 processes
 """
 from __future__ import annotations
 
@@ -58,12 +59,16 @@ def _register(argv: list[str]) -> int:
 
 
 def _bench(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation"):
-        print("usage: movers bench {speed,correlation} [options]\n"
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "scale"):
+        print("usage: movers bench {speed,correlation,scale} [options]\n"
               "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
               "  movers bench speed --metric SLUG [options of that benchmark]")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     kind, rest = argv[0], argv[1:]
+    if kind == "scale":
+        from .bench.scale import main as scale
+
+        return scale(rest)
     if kind == "correlation":
         from .bench.correlation import main as run
 

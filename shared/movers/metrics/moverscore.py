@@ -194,8 +194,8 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
     # This process scores segments `part` (all of them unless scoring is distributed or streamed).
     scope = current_scope()
     part = scope.part(len(preds))
-    idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, ReferenceGroups.of(refs[part.start:part.stop]).flat,
-                                               preds[part.start:part.stop])
+    local_refs = ReferenceGroups.of(refs[part.start:part.stop]).flat
+    idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, local_refs, preds[part.start:part.stop])
     scope.statistics_done()
 
     def side(emb, i: int, table: Idf | None) -> Histogram:

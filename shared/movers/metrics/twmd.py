@@ -269,7 +269,7 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     encoder = _resolve_encoder(name, model, layer, device, long_texts, encoder)
     if isinstance(centering, Centering):
         centering.check(name, encoder.name, encoder.layer_label, preset)
-    elif centering in ("batch", "corpus") and len(preds) == 1:
+    elif centering in ("batch", "corpus") and current_scope().call_size(len(preds)) == 1:
         warnings.warn(f"{name}: centering={centering!r} on a single segment subtracts that segment's own "
                       f"token means; pass a fitted movers.TwmdCentering (or centering='none') to score "
                       f"small calls.", RuntimeWarning, stacklevel=2)
