@@ -4,8 +4,10 @@
     movers bench scale --metric twmd --base 2000 --sizes 1,10,100 --processes 1,2
 
 Each measurement runs in a fresh subprocess (peak RSS = the child's ``ru_maxrss``, which includes the
-Python interpreter, torch and the loaded encoder). The corpus is the first ``base x size`` pairs of
-WMT15/16 (development; 4,240 pairs, cycled beyond that), read through :func:`movers.score_stream` in
+Python interpreter, torch and the loaded encoder). The ``size x`` corpus is the first ``base`` pairs of
+WMT15/16 (development) repeated ``size`` times, so that only the corpus size changes, not the longest
+text (the encoder's activations grow with the longest batch; ``--distinct`` takes the first
+``base x size`` distinct pairs instead, cycling the 4,240 beyond that), read through :func:`movers.score_stream` in
 blocks of ``--block-size`` pairs, with the call-level statistics on (per-call IDF for MoverScore and
 Lazy-EMD, batch centring for TWMD). ``call`` is one plain call on the base corpus; ``bert-score`` is
 ``bert_score.score`` on the same base pairs with the same encoder (bundled MiniLM, last layer).
@@ -41,10 +43,10 @@ OPTIONS: dict[str, dict[str, Any]] = {
 class Corpus:
     """The first `n` WMT15/16 pairs (cycled): re-iterable, so two-pass statistics can stream it."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, base: int | None = None) -> None:
         from .data import load_dataset
 
-        self.records = load_dataset("wmt15_16_da_seg_toen").records
+        self.records = load_dataset("wmt15_16_da_seg_toen").records[:base]
         self.n = n
 
     def __len__(self) -> int:
@@ -78,12 +80,13 @@ def _peak_mb() -> float:
 def _child(argv: list[str]) -> int:
     """One measurement, printed as a JSON line: mode metric n block."""
     mode, metric, n, block = argv[0], argv[1], int(argv[2]), int(argv[3])
+    base = int(argv[4]) if len(argv) > 4 and argv[4] != "0" else None
     from . import quiet_offline
 
     quiet_offline()
     import movers
 
-    corpus = Corpus(n)
+    corpus = Corpus(n, base)
     start = time.perf_counter()
     if mode == "stream":
         movers.score_stream(metric, corpus.predictions(), corpus.references(), block_size=block, **OPTIONS[metric])
@@ -149,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default="1,10", help="multiples of the base to stream (default 1,10)")
     p.add_argument("--block-size", type=int, default=100)
     p.add_argument("--processes", default="1,2", help="process counts for throughput ('' to skip)")
+    p.add_argument("--distinct", action="store_true", help="distinct pairs instead of the base repeated")
     p.add_argument("--no-bertscore", action="store_true")
     p.add_argument("--json", help="also write the measurements to this file")
     args = p.parse_args(argv)
@@ -160,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         row: dict[str, Any] = {"metric": metric, "options": OPTIONS[metric]}
         row["call"] = _run(["call", metric, str(args.base), "0"])["peak_rss_mb"]
         for size in sizes:
-            run = _run(["stream", metric, str(args.base * size), str(args.block_size)])
+            run = _run(["stream", metric, str(args.base * size), str(args.block_size),
+                        "0" if args.distinct else str(args.base)])
             row[f"stream_{size}x"] = run["peak_rss_mb"]
         for n in procs:
             r = _run(["throughput", metric, str(args.base), "0"], processes=n, threads=None if n == 1 else 1)
