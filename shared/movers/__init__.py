@@ -44,6 +44,8 @@ __all__ = [
     "MoversMetric",
     "reward",
     "Reward",
+    "distributed_scoring",
+    "score_stream",
 ]
 
 # name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap.
@@ -71,6 +73,8 @@ _LAZY = {
     "MoversMetric": "module_base",
     "reward": "reward",
     "Reward": "reward",
+    "distributed_scoring": "distributed",
+    "score_stream": "streaming",
 }
 
 

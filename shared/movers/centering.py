@@ -24,12 +24,12 @@ import hashlib
 import importlib
 import warnings
 from dataclasses import dataclass, field
-from typing import Literal, Sequence, Union
+from typing import Callable, Literal, Sequence, Union
 
 import torch
 from torch import Tensor
 
-__all__ = ["Centering", "CENTERINGS", "CenteringSpec", "centring_means", "check_centering", "fit_centering"]
+__all__ = ["Centering", "CENTERINGS", "CenteringSpec", "centring_means", "corpus_means", "check_centering", "fit_centering"]
 
 CENTERINGS = ("batch", "corpus", "none")
 
@@ -70,8 +70,22 @@ class Centering:
 CenteringSpec = Union[Literal["batch", "corpus", "none"], Centering]
 
 
+def corpus_means(predictions: Sequence[Tensor], references: Sequence[Tensor], *,
+                 total: Callable[[Tensor], Tensor] | None = None, dim: int) -> tuple[Tensor, Tensor]:
+    """Token means of all prediction and all reference vectors ([n_i, dim] each, float64), from sums and
+    counts that `total` adds up over the rest of the call (other ranks, other blocks of a stream)."""
+    sums = torch.zeros(2, dim + 1, dtype=torch.float64)
+    for row, vectors in ((0, predictions), (1, references)):
+        for x in vectors:
+            sums[row, :dim] += x.sum(0)
+            sums[row, dim] += x.shape[0]
+    sums = sums if total is None else total(sums)
+    return sums[0, :dim] / sums[0, dim], sums[1, :dim] / sums[1, dim]
+
+
 def centring_means(centering: CenteringSpec, predictions: Sequence[Tensor], references: Sequence[Tensor],
-                   owner: Sequence[int], k: int) -> tuple[list[Tensor], list[Tensor], str]:
+                   owner: Sequence[int], k: int, *, total: Callable[[Tensor], Tensor] | None = None,
+                   dim: int | None = None) -> tuple[list[Tensor], list[Tensor], str]:
     """Per segment (prediction mean, reference mean) and the signature label.
 
     Args:
@@ -79,8 +93,12 @@ def centring_means(centering: CenteringSpec, predictions: Sequence[Tensor], refe
         predictions: Token vectors [n_i, d] per segment (float64).
         references: Token vectors [m_j, d] per flat reference; ``owner[j]`` is its segment.
         k: Segments per batch for ``"batch"``.
+        total: For ``"corpus"``: maps these segments' token sums and counts to those of the whole call
+            (the sum over the ranks of a distributed call, or over a stream); default: these segments are
+            the whole call. dim: the vector size when there are no segments here.
     """
-    n, d = len(predictions), predictions[0].shape[1]
+    n = len(predictions)
+    d = predictions[0].shape[1] if n else int(dim or 0)
     if isinstance(centering, Centering):
         if centering.prediction_mean.shape != (d,):
             raise ValueError(f"centering: the fitted means must have {d} dimensions, got "
@@ -91,7 +109,10 @@ def centring_means(centering: CenteringSpec, predictions: Sequence[Tensor], refe
     if centering == "none":
         zero = torch.zeros(d, dtype=torch.float64)
         return [zero] * n, [zero] * n, "none"
-    size = n if centering == "corpus" else k
+    if centering == "corpus":
+        mc, mr = corpus_means(predictions, references, total=total, dim=d)
+        return [mc] * n, [mr] * n, "corpus"
+    size = k
     refs_of: list[list[int]] = [[] for _ in range(n)]
     for j, i in enumerate(owner):
         refs_of[i].append(j)

@@ -10,6 +10,7 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers bench suite ...           settings over every development / validation set (movers.bench.suite)
     movers bench speed ...           side-by-side timings (see movers.bench.speed_<metric>)
     movers bench baselines ...       recompute the shipped rescaling baselines (movers/data/baselines.json)
+    movers bench scale ...           peak memory vs corpus size, throughput with 1 and 2 processes
     movers --version                 print the version
 """
 from __future__ import annotations
@@ -70,14 +71,19 @@ def _bench(argv: list[str]) -> int:
         from .bench.baselines import main as run_baselines
 
         return run_baselines(argv[1:])
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "suite"):
-        print("usage: movers bench {speed,correlation,suite,baselines} [options]\n"
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "suite", "scale"):
+        print("usage: movers bench {speed,correlation,suite,scale,baselines} [options]\n"
               "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
               "  movers bench suite --suite {dev,validation} --metric SLUG[=JSON] [...]\n"
               "  movers bench speed --metric SLUG [options of that benchmark]\n"
+              "  movers bench scale [options]   (peak memory vs corpus size, throughput)\n"
               "  movers bench baselines [--pairs N --out FILE]   (the shipped rescaling baselines)")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     kind, rest = argv[0], argv[1:]
+    if kind == "scale":
+        from .bench.scale import main as scale
+
+        return scale(rest)
     if kind == "correlation":
         from .bench.correlation import main as run
 

