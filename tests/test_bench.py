@@ -94,6 +94,7 @@ def test_demo_prints_scores_and_signature(capsys):
     assert np.mean(github) == pytest.approx(0.62097, abs=5e-5)
     default = movers.moverscore([p for p, _ in DEMO_PAIRS], [r for _, r in DEMO_PAIRS]).scores
     assert default == pytest.approx([2 - 1 / s for s in github], abs=1e-12)
+    assert default == pytest.approx([0.599499, 0.538932, -0.15309], abs=1e-4)  # PyPI 1.0.3, originals.md §8.3
 
 
 # ---------------------------------------------------------------- preprocessing as the papers'

@@ -61,7 +61,7 @@ def _moverscore_by_hand(preds, refs, mode_means):
             vec = emb.vectors[j].to(torch.float64).numpy() - mu
             sides.append(moverscore_histogram(emb.tokens[j], emb.special[j], torch.from_numpy(vec),
                                               np.ones(len(emb.ids[j]))))
-        out.append(moverscore_from_embeddings(sides[0], sides[1]).score)
+        out.append(moverscore_from_embeddings(sides[0], sides[1], transform="1-d").score)  # the default preset 1.0.3
     return out
 
 

@@ -250,10 +250,10 @@ def test_empty_histograms_give_documented_scores_and_warn():
     # "cat dog" and "red blue" have no weighted token (their [CLS]/[SEP] too).
     with pytest.warns(RuntimeWarning, match="no weighted token"):
         both = moverscore(["cat dog", "cat dog sat"], ["red blue", "red blue ran"], idf=True)
-    assert both.extra["distances"][0] == 2.0 and both.scores[0] == pytest.approx(1 / 3)  # not the original's 1.0
+    assert both.extra["distances"][0] == 2.0 and both.scores[0] == pytest.approx(1 - 2.0)  # 1 - d (default 1.0.3)
     with pytest.warns(RuntimeWarning, match="no weighted token"):
         one = moverscore(["cat dog", "cat dog sat"], ["red", "blue"], idf=True)
-    assert one.extra["distances"][0] == 2.0 and one.scores[0] == pytest.approx(1 / 3)  # all mass at max cost
+    assert one.extra["distances"][0] == 2.0 and one.scores[0] == pytest.approx(1 - 2.0)  # all mass at max cost, 1 - d
     assert all(math.isfinite(s) for s in both.scores + one.scores)
 
 

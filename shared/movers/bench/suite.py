@@ -13,7 +13,8 @@ groups). The second table gives each setting's difference to the first ``--metri
 
 The development suite is for choosing defaults; the validation suite is for the final figures only
 (``--suite validation`` prints a reminder). Scores are cached under ``<out>/scores/`` keyed by set,
-subset and metric settings (``--no-cache`` recomputes). Subsets keep the 2-core CI machine's budget:
+subset and the *explicit* metric options (``--no-cache`` recomputes): after a default changes, a cached
+bare ``moverscore`` still holds the old default's scores, so name options explicitly or clear the cache. Subsets keep the 2-core CI machine's budget:
 sizes are in :data:`SUITES` and in the output.
 """
 from __future__ import annotations
@@ -138,7 +139,7 @@ def _score(name: str, kwargs: dict, preds: list[str], refs: list[list[str]]) -> 
 
 
 def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, out: Path,
-              n_boot: int = 1000, seed: int = 0, use_cache: bool = True) -> dict:
+              n_boot: int = 1000, seed: int = 0, use_cache: bool = True, cached_only: bool = False) -> dict:
     """Score every setting on every set of `suite`; returns (and saves) the figures."""
     protocols = [p for p in SUITES[suite] if not sets or p.spec in sets or p.spec.split(":")[0] in sets]
     parsed = [_parse_metric(m) for m in metrics]
@@ -157,8 +158,11 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
         entry: dict = {"n": len(records), "statistic": protocol.statistic, "group_by": protocol.group_by,
                        "criteria": criteria, "preprocessing": data.preprocessing, "metrics": {}}
         base_dist = None
-        for label, name, kwargs in parsed:
-            path = cache / f"{protocol.spec.replace(':', '-')}_{_cache_key(protocol, data.preprocessing, seed, name, kwargs)}.json"
+        paths = [cache / f"{protocol.spec.replace(':', '-')}_{_cache_key(protocol, data.preprocessing, seed, name, kwargs)}.json"
+                 for _, name, kwargs in parsed]
+        if cached_only and not all(p.is_file() for p in paths):
+            continue
+        for (label, name, kwargs), path in zip(parsed, paths):
             cached = use_cache and path.is_file()
             if cached:
                 saved = json.loads(path.read_text())
@@ -220,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--cached-only", action="store_true", help="tables from cached scores only (skip sets not cached)")
     p.add_argument("--out", default="bench-out/suite")
     args = p.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -227,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print("> note: VALIDATION suite: final figures only, after the defaults are frozen; never for choosing them.\n")
     out = Path(args.out)
     result = run_suite(args.suite, args.metric, sets=args.set, out=out, n_boot=args.bootstrap, seed=args.seed,
-                       use_cache=not args.no_cache)
+                       use_cache=not args.no_cache, cached_only=args.cached_only)
     sizes = ", ".join(f"{s} n={e['n']}" for s, e in result["sets"].items())
     print(f"\n## {args.suite} suite ({sizes}); p = Pearson, s = Spearman, averaged over criteria and groups; "
           f"95% bootstrap CI ({args.bootstrap} resamples)\n")
