@@ -228,10 +228,10 @@ def test_empty_histograms_give_documented_scores_and_warn():
     # idf=True from this call: a token in every prediction (or every reference) weighs log(3/3) = 0, so
     # "cat dog" and "red blue" have no weighted token (their [CLS]/[SEP] too).
     with pytest.warns(RuntimeWarning, match="no weighted token"):
-        both = moverscore(["cat dog", "cat dog sat"], ["red blue", "red blue ran"], idf=True)
+        both = moverscore(["cat dog", "cat dog sat"], ["red blue", "red blue ran"], idf=True, preset="github")
     assert both.extra["distances"][0] == 2.0 and both.scores[0] == pytest.approx(1 / 3)  # not the original's 1.0
     with pytest.warns(RuntimeWarning, match="no weighted token"):
-        one = moverscore(["cat dog", "cat dog sat"], ["red", "blue"], idf=True)
+        one = moverscore(["cat dog", "cat dog sat"], ["red", "blue"], idf=True, preset="github")
     assert one.extra["distances"][0] == 2.0 and one.scores[0] == pytest.approx(1 / 3)  # all mass at max cost
     assert all(math.isfinite(s) for s in both.scores + one.scores)
 
