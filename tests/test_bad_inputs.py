@@ -7,8 +7,9 @@ Rules asserted here (each card states its own):
   reference lists): the same TypeError/ValueError naming the argument and position in both APIs;
 * empty or whitespace-only texts: a ValueError in the embedding metrics; ΔBLEU scores them as
   sacreBLEU does (0 for an empty hypothesis);
-* texts with no content token (emoji-only -> [UNK]; zero-width, control, NUL -> nothing; for
-  MoverScore also punctuation, removed by default): a ValueError in MoverScore, Lazy-EMD and TWMD;
+* texts with no content token (emoji-only -> [UNK]; zero-width, control, NUL -> nothing):
+  MoverScore, Lazy-EMD and TWMD raise a ValueError (a MoverScore text whose real tokens its filters all
+  remove, e.g. punctuation-only, keeps the original's [CLS]/[SEP] score with a RuntimeWarning);
   SMS/S+WMS give the worst score 0 with a RuntimeWarning (also for documents of only words GloVe does
   not know, e.g. CJK or Arabic); ΔBLEU counts n-grams of whatever sacreBLEU's tokenizer yields;
 * identical texts: the best score (Lazy-EMD: the measured bound of its entropic plan);
@@ -154,7 +155,8 @@ CASES: list[tuple[str, Any, Any, Callable[[str], dict] | None, dict]] = [
      {**by_kind(FINITE, WORST_STATIC, Value(lambda s: s > 0, "BLEU > 0 (shares 'the')"))}),
     ("punctuation-only", *two("!!! ... ,"), None,
      {**by_kind(FINITE, WORST_STATIC, Value(lambda s: s > 0, "BLEU > 0 (shares '.')")),
-      "moverscore": NO_CONTENT}),
+      "moverscore": Value(math.isfinite, "the original's [CLS]/[SEP] score, with a warning",
+                          warns=r"keep only \[CLS\]/\[SEP\] after the filters")}),
     ("identical", [R, P2], [R, R2], lambda m: {"centering": "none"} if m == "twmd" else {}, IDENTICAL),
     ("invalid option", [R, P2], [R, R2], lambda m: INVALID_OPTION[m][0],
      {m: Error(ValueError, INVALID_OPTION[m][1]) for m in METRICS}),

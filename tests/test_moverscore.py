@@ -11,7 +11,7 @@ import torch
 
 import movers
 from movers.embedding import TokenEmbeddings, power_means
-from movers.metrics.moverscore import moverscore
+from movers.metrics.moverscore import PRESETS, moverscore
 from movers.signature import library_versions
 
 from .conftest import ATOL_IDENTICAL, ATOL_MODEL, groups, reference_records
@@ -73,6 +73,12 @@ def test_parity_with_original(fixture, preset, idf, stop_words):
             got = moverscore([r["hypothesis"] for r in group], [r["reference"] for r in group], preset=preset,
                              idf=call_idf, stop_words=stop_words, device="cpu").scores
         for r, score in zip(group, got):
+            if idf and r["score"] == 1.0 and r["hypothesis"] == r["reference"]:
+                # Both histograms empty (every token filtered or IDF 0): the original's d = 0 is a perfect
+                # score for nothing compared; movers gives the worst (largest cost, with a warning; card).
+                floor = {"1-d": -1.0, "1/(1+d)": 1 / 3}[PRESETS[preset].transform]
+                assert score == pytest.approx(floor, abs=1e-12), (r["id"], score)
+                continue
             diff = abs(score - r["score"])
             if r["hypothesis"] == r["reference"]:
                 worst_identical = max(worst_identical, diff)
@@ -258,14 +264,21 @@ def test_empty_histograms_give_documented_scores_and_warn():
 
 
 def test_texts_without_content_tokens_are_errors():
-    # only stop words / punctuation (removed by the options), only [UNK] (emoji), nothing (zero-width)
-    for text in ["the of and", "!!! ...", "\U0001F600\U0001F600", "\u200b\u200b"]:
+    # only [UNK] (emoji) or nothing (zero-width, control): the encoder saw nothing of the text
+    for text in ["\U0001F600\U0001F600", "\u200b\u200b", "\x01\x02"]:
         with pytest.raises(ValueError, match=r"moverscore: predictions\[1\] has no content token"):
-            moverscore(["The cat sat.", text], ["A cat sat.", "A dog ran."], stop_words=True)
+            moverscore(["The cat sat.", text], ["A cat sat.", "A dog ran."])
     with pytest.raises(ValueError, match=r"references\[0\]\[1\] has no content token"):
         moverscore(["The cat sat."], [["A cat sat.", "\U0001F436\U0001F389"]])
-    # the same words are content when the options keep them
-    assert moverscore(["the of and"], ["The cat sat."]).scores[0] > 0
+
+
+def test_texts_whose_tokens_are_all_filtered_warn_and_keep_the_original_score():
+    # punctuation / stop words removed by the options: [CLS]/[SEP] remain, contextual vectors that saw
+    # the text; scored as the original (parity fixtures hold such records, e.g. "But now?"), with a warning
+    for text, kw in [("the of and", {"stop_words": True}), ("!!! ...", {})]:
+        with pytest.warns(RuntimeWarning, match=r"predictions\[1\] keep only \[CLS\]/\[SEP\] after the filters"):
+            out = moverscore(["The cat sat.", text], ["A cat sat.", "A dog ran."], **kw)
+        assert math.isfinite(out.scores[1])
 
 
 def test_single_text_idf_warns():

@@ -35,26 +35,34 @@ def text_labels(n_predictions: int, references: Sequence[Sequence[str]]) -> list
 
 
 def check_encoder_inputs(metric: str, encoder, predictions: Sequence[str], references: Sequence[Sequence[str]],
-                         *, kept: KeptTokens | None = None, filters: str = "", self_normalised: bool = False) -> None:
+                         *, kept: KeptTokens | None = None, filters: str = "", self_normalised: bool = False
+                         ) -> list[str]:
     """Both guards for a contextual-embedding metric, from the tokenizer alone (no model run).
 
-    A text has content when one of its non-special tokens, as embedded (``long_texts`` applied), is
-    not ``[UNK]`` and is kept by `kept`. Sizes count every token incl. special tokens; with
-    `self_normalised` (TWMD), each text is also compared with itself, so ``max(n, m)²`` is bounded.
+    A text without any non-special token other than ``[UNK]``, as embedded (``long_texts`` applied),
+    raises (:func:`check_content`): the encoder saw nothing of it. Sizes count every token incl.
+    special tokens; with `self_normalised` (TWMD) each text is also compared with itself, so
+    ``max(n, m)²`` is bounded. Returns the labels of the texts whose real tokens the metric's filter
+    `kept` removes entirely (the caller warns: only special tokens, which did see the text, remain).
     """
     if not hasattr(encoder, "token_ids"):
-        return  # a duck-typed encoder without a tokenizer (hand-made vectors in tests): nothing to inspect
+        return []  # a duck-typed encoder without a tokenizer (hand-made vectors in tests): nothing to inspect
     flat = [r for group in references for r in group]
     backbone = encoder.backbone
     tokenizer, lead, tail = backbone.tokenizer, len(backbone.prefix), len(backbone.suffix)
     unk = getattr(tokenizer, "unk_token_id", None)
     ids = encoder.token_ids(list(predictions) + flat)
-    content = []
-    for seq in ids:
+    labels = text_labels(len(predictions), references)
+    content, filtered_out = [], []
+    for label, seq in zip(labels, ids):
         inner = range(lead, len(seq) - tail)
-        positions = inner if kept is None else [p for p in kept(tokenizer.convert_ids_to_tokens(seq)) if p in inner]
-        content.append(any(seq[p] != unk for p in positions))
-    check_content(metric, text_labels(len(predictions), references), content, filters=filters)
+        real = [p for p in inner if seq[p] != unk]
+        content.append(bool(real))
+        if real and kept is not None:
+            keep = set(kept(tokenizer.convert_ids_to_tokens(seq)))
+            if not any(p in keep for p in real):
+                filtered_out.append(label)
+    check_content(metric, labels, content)
     n_pred = len(predictions)
     owner = [i for i, group in enumerate(references) for _ in group]
     problems = []
@@ -63,22 +71,20 @@ def check_encoder_inputs(metric: str, encoder, predictions: Sequence[str], refer
         side = max(n, m) if self_normalised else None
         problems.append((f"segment {i}", side or n, side or m))
     check_transport_size(metric, problems)
+    return filtered_out
 
 
-def check_content(metric: str, labels: Sequence[str], has_content: Sequence[bool], *, filters: str = "") -> None:
+def check_content(metric: str, labels: Sequence[str], has_content: Sequence[bool]) -> None:
     """Raise ValueError naming every text (by its argument label, e.g. ``predictions[3]``) without content.
-
-    `filters` describes what the metric's options remove (e.g. "punctuation, subword pieces"), for the message.
     """
     bad = [label for label, ok in zip(labels, has_content) if not ok]
     if not bad:
         return
-    removed = f", or only tokens the options remove ({filters})" if filters else ""
     shown = ", ".join(dict.fromkeys(bad[:5])) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
     raise ValueError(
         f"{metric}: {shown} {'has' if len(bad) == 1 else 'have'} no content token after tokenisation: only "
-        f"[UNK] or nothing (emoji, zero-width, control or NUL characters){removed}. Scoring it would compare "
-        f"special tokens only and give an arbitrary score; remove such texts or replace them with a "
+        f"[UNK] or nothing (emoji, zero-width, control or NUL characters). The encoder saw nothing of it, "
+        f"so any score would be arbitrary (two such texts would even match perfectly); remove such texts or replace them with a "
         f"placeholder.")
 
 

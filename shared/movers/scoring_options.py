@@ -51,14 +51,14 @@ def worst_values(metric: str, options: dict[str, Any]) -> dict[str, Any]:
     """The value of every per-segment output for an empty prediction: the metric's worst value.
 
     MoverScore: the largest ground cost between unit vectors (all mass moved at cost 2 for Euclidean,
-    4 squared Euclidean, 2 for 1 - cos) through the transform, e.g. 1 - 2 = -1 for the default preset 1.0.3 (1/(1+2) = 1/3 for github); SMS
+    4 squared Euclidean, 2 for 1 - cos) through the transform, e.g. 1 - 2 = -1 for the default preset 1.0.3, 1/(1+2) = 1/3 for github; SMS
     and S+WMS: distance inf, score exp(-inf) = 0; TWMD: precision, recall and F -1 (the lowest cosine
     similarity); Lazy-EMD: distance 2 (all mass moved at the largest cost 1 - cos = 2), similarity -1.
     """
     if metric == "moverscore":
         from .metrics.moverscore import _COST_MAX, _TRANSFORMS, DEFAULT_PRESET, PRESETS
 
-        preset = PRESETS.get(options.get("preset", DEFAULT_PRESET), PRESETS[DEFAULT_PRESET])
+        preset = PRESETS.get(options.get("preset") or DEFAULT_PRESET, PRESETS[DEFAULT_PRESET])
         cost = options.get("cost") or preset.cost
         transform = options.get("transform") or preset.transform
         d = _COST_MAX[cost]

@@ -220,12 +220,14 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
         centering.check(name, encoder.name, encoder.layer_label, kept_label)
 
     groups = ReferenceGroups.of(refs)
-    check_encoder_inputs(  # no content token after the filters below, or too large: fail before the model runs
+    filtered_out = check_encoder_inputs(  # no real token (only [UNK]), or too large: fail before the model runs
         name, encoder, preds, refs,
         kept=lambda tokens: moverscore_kept(tokens, [False] * len(tokens), remove_subwords=remove_subwords,
-                                            remove_punctuation=remove_punctuation, stops=stops),
-        filters=", ".join(f for f, on in (("subword pieces", remove_subwords), ("punctuation", remove_punctuation),
-                                          ("stop words", bool(stops))) if on))
+                                            remove_punctuation=remove_punctuation, stops=stops))
+    if filtered_out:
+        warnings.warn(f"{name}: {', '.join(filtered_out[:5])} keep only [CLS]/[SEP] after the filters (all tokens "
+                      f"are punctuation, subword pieces or stop words); they are scored on those contextual "
+                      f"vectors, as the original does.", RuntimeWarning, stacklevel=2)
     filters = dict(remove_subwords=remove_subwords, remove_punctuation=remove_punctuation, stops=stops)
     # This process scores segments `part` (all of them unless scoring is distributed or streamed; whole
     # centring batches); call-level statistics (IDF, corpus centring) are summed over the scope.
