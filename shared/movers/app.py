@@ -397,7 +397,9 @@ def build(name: str, card: str | Path | None = None):
     def compute(predictions: str, references: str, weights: str, segment: float | None, *raw_options):
         options = {o.name: o.value(v) for o, v in zip(page.options, raw_options)}
         options = {k: v for k, v in options.items() if v is not None}
-        empty = (gr.update(value="", visible=False), "", None, None, "", None)
+        # On bad input: the message, and no stale or placeholder result beside it.
+        hidden = gr.update(value=None, visible=False)
+        empty = (gr.update(value="", visible=False), "", hidden, hidden, "", hidden)
         try:
             preds, refs, w = parse_inputs(predictions, references, weights if page.weights else None)
             kwargs = dict(options)
@@ -441,7 +443,9 @@ def build(name: str, card: str | Path | None = None):
                                 _fmt(g["credit"]), _fmt(g["total"])] for g in found]}
             caption = (f"Segment {k + 1}: each n-gram of the prediction, the reference whose weight it takes, and "
                        f"its credit (numerator) and total (denominator) in the modified precision.")
-        return gr.update(value="", visible=False), score, table, image, caption, ngrams
+        return (gr.update(value="", visible=False), score, gr.update(value=table, visible=True),
+                gr.update(value=image, visible=page.explain), caption,
+                gr.update(value=ngrams, visible=not page.explain))
 
     css = ("#score-value .movers-score{font-size:2.4em;font-weight:700} .movers-note{color:#666}"
            " .movers-sig-label{font-weight:600;margin-top:0.4em}"
@@ -477,10 +481,11 @@ def build(name: str, card: str | Path | None = None):
             with gr.Column(scale=6):
                 error = gr.Markdown(visible=False, elem_id="error")
                 score = gr.HTML(elem_id="score")
-                table = gr.Dataframe(label="per segment", elem_id="segments", interactive=False, wrap=True)
-                heatmap = gr.Image(label="alignment (transport plan)", type="pil", visible=page.explain,
+                table = gr.Dataframe(label="per segment", elem_id="segments", interactive=False, wrap=True,
+                                     visible=False)
+                heatmap = gr.Image(label="alignment (transport plan)", type="pil", visible=False,
                                    elem_id="heatmap", interactive=False)
-                ngrams = gr.Dataframe(label="matched n-grams and their weights", visible=not page.explain,
+                ngrams = gr.Dataframe(label="matched n-grams and their weights", visible=False,
                                       elem_id="ngrams", interactive=False)
                 caption = gr.Markdown(elem_id="caption")
         inputs = [predictions, references, weights, segment, *widgets]

@@ -3,7 +3,7 @@
 Each folder ``<dir>/<slug>/`` holds exactly what the Space runs:
 
 * ``README.md``: the metric card with the Space's YAML front matter (``sdk: gradio``, ``sdk_version``);
-* ``app.py``: puts the movers wheel of this folder on ``sys.path`` and serves :mod:`movers.app`;
+* ``app.py``: unpacks the movers wheel of this folder, puts it on ``sys.path``, serves :mod:`movers.app`;
 * ``movers-<version>-py3-none-any.whl``: movers itself, built from this source tree (or ``--wheel``);
 * ``requirements.txt``: movers' own dependencies, torch pinned to the CPU build, gradio = ``sdk_version``;
 * ``<slug>.py``: the evaluate module script, so ``evaluate.load("<org>/<slug>")`` works from the Hub;
@@ -12,8 +12,8 @@ Each folder ``<dir>/<slug>/`` holds exactly what the Space runs:
 Why the wheel is not a line of requirements.txt: a gradio Space installs requirements.txt in a build
 step that mounts that one file (``RUN --mount=target=requirements.txt,source=requirements.txt pip
 install -r requirements.txt``) before the folder is copied in, so a relative wheel path does not exist
-yet at that point. ``app.py`` therefore unpacks the wheel (pure Python, ``py3-none-any``) next to itself
-at start and imports movers from there; requirements.txt lists everything movers needs.
+yet at that point. ``app.py`` therefore unpacks the wheel (pure Python, ``py3-none-any``) into the temp
+folder at start and imports movers from there; requirements.txt lists everything movers needs.
 """
 from __future__ import annotations
 
@@ -38,18 +38,26 @@ TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 _APP = '''\
 """Hub Space: the movers demo page for {slug} (the card is README.md). Built by `movers space build`.
 
-A Space installs requirements.txt before it copies this folder, so movers comes from the wheel here:
-it is pure Python, unpacked once next to this file and put first on sys.path.
+A Space installs requirements.txt before it copies this folder, so movers comes from the wheel here: it
+is pure Python, unpacked once into the temp folder (keyed by its hash) and put first on sys.path.
 """
+import hashlib
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 for wheel in sorted(HERE.glob("movers-*.whl")):
-    target = HERE / ".wheels" / wheel.stem
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]
+    target = Path(tempfile.gettempdir()) / f"{{wheel.stem}}-{{digest}}"
     if not (target / "movers" / "__init__.py").is_file():
-        zipfile.ZipFile(wheel).extractall(target)
+        part = Path(tempfile.mkdtemp(prefix=f"{{target.name}}-part-", dir=target.parent))
+        zipfile.ZipFile(wheel).extractall(part)
+        try:
+            part.rename(target)  # atomic: a second worker never sees half a package
+        except OSError:
+            pass  # another process unpacked it first
     sys.path.insert(0, str(target))
 
 from movers.app import launch  # noqa: E402
