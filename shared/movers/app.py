@@ -318,24 +318,23 @@ def delta_bleu_ngrams(prediction: str, references: list[str], weights: list[floa
 
 def _heatmap(slug: str, prediction: str, reference: str, options: dict[str, Any]):
     """The alignment of one pair from :func:`movers.explain` as a PIL image and a caption."""
-    import movers
-
-    explain = getattr(movers, "explain", None)
-    if explain is None:
-        return None, "The alignment view needs `movers.explain` (not in this movers version)."
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from PIL import Image
 
+    from .explanation import explain, plot_explanation
+
     exp = explain(slug, prediction, reference, **options)
     n, m = len(exp.prediction_labels), len(exp.reference_labels)
-    fig, ax = plt.subplots(figsize=(min(3.0 + 0.55 * m, 14.0), min(2.2 + 0.42 * n, 12.0)), dpi=100)
-    movers.plot_explanation(exp, ax=ax, annotate=n * m <= 400)
-    fig.tight_layout()
+    row_chars = min(max(map(len, exp.prediction_labels), default=1), 40)  # plot_explanation cuts at 40
+    col_chars = min(max(map(len, exp.reference_labels), default=1), 40)
+    fig, ax = plt.subplots(figsize=(min(3.5 + 0.6 * m + 0.07 * row_chars, 16.0),
+                                    min(2.5 + 0.45 * n + 0.05 * col_chars, 14.0)), dpi=100)
+    plot_explanation(exp, ax=ax, annotate=n * m <= 400)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", bbox_inches="tight")  # long (sentence) labels stay inside the image
     plt.close(fig)
     buf.seek(0)
     image = Image.open(buf)
