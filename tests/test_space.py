@@ -259,12 +259,13 @@ def _drive(browser, slug: str, folder: Path, py: Path, env: dict, work: Path, sh
         else:
             ngrams = page.locator("#ngrams").inner_text()
             assert "yes ," in ngrams and "0.8" in ngrams, ngrams
+        page.screenshot(path=str(shots / f"{slug}.png"))
         if slug == "lazy_emd":  # the card's image is served from the Space folder, not a 404
             card_img = page.locator("#card img").first
             card_img.scroll_into_view_if_needed()
             page.wait_for_function("el => el.complete && el.naturalWidth > 100", arg=card_img.element_handle(),
                                    timeout=30_000)
-        page.screenshot(path=str(shots / f"{slug}.png"))
+            page.screenshot(path=str(shots / "lazy_emd_card.png"))
         if slug == "delta_bleu":  # a malformed weight: a message naming the field, no score
             page.locator("#weights textarea").fill("0.8 ||| abc")
             page.locator("#score-button").click()

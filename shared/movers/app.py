@@ -419,12 +419,12 @@ def build(name: str, card: str | Path | None = None):
                  f"<span class='movers-note'>{html.escape(str(meta.get('title', name)))}, corpus score "
                  f"({direction})</span></div><div class='movers-sig-label'>signature</div>"
                  f"<code id='signature-value'>{html.escape(result['signature'])}</code>")
-        headers = ["#", "prediction", "reference(s)", "score", *page.segment_extras]
-        rows = []
-        for i, (p, r) in enumerate(zip(preds, refs)):
-            extras = [_fmt(result[k][i]) for k in page.segment_extras if isinstance(result.get(k), list)]
-            rows.append([i + 1, p, f" {REF_SEP} ".join(r), _fmt(result["scores"][i]), *extras])
-        table = {"headers": headers[:len(rows[0])], "data": rows}
+        # Numbers first: long texts would otherwise push them out of view.
+        extras = [k for k in page.segment_extras if isinstance(result.get(k), list)]
+        headers = ["#", "score", *extras, "prediction", "reference(s)"]
+        rows = [[i + 1, _fmt(result["scores"][i]), *[_fmt(result[k][i]) for k in extras], p, f" {REF_SEP} ".join(r)]
+                for i, (p, r) in enumerate(zip(preds, refs))]
+        table = {"headers": headers, "data": rows}
 
         k = min(max(int(segment or 1), 1), len(preds)) - 1
         image, caption, ngrams = None, "", None
@@ -460,6 +460,11 @@ def build(name: str, card: str | Path | None = None):
                 weights = gr.Textbox(label=f"reference weights in [-1, 1] (like the references, separated by "
                                            f"{REF_SEP}; empty = all 1)", lines=2, visible=page.weights,
                                      elem_id="weights")
+                example_inputs = [predictions, references, weights] if page.weights else [predictions, references]
+                examples = gr.Examples(
+                    [[e.predictions, e.references, e.weights][:len(example_inputs)] for e in page.examples],
+                    inputs=example_inputs, cache_examples=False, example_labels=[e.label for e in page.examples],
+                    label="examples (click one to score it)", elem_id="examples")
                 segment = gr.Number(label="segment to explain (alignment / n-grams)", value=1, precision=0,
                                     minimum=1, elem_id="segment")
                 widgets = []
@@ -489,13 +494,8 @@ def build(name: str, card: str | Path | None = None):
                 caption = gr.Markdown(elem_id="caption")
         inputs = [predictions, references, weights, segment, *widgets]
         outputs = [error, score, table, heatmap, caption, ngrams]
-        example_inputs = [predictions, references, weights] if page.weights else [predictions, references]
-        samples = [[e.predictions, e.references, e.weights] if page.weights else [e.predictions, e.references]
-                   for e in page.examples]
 
-        examples = gr.Examples(samples, inputs=example_inputs, cache_examples=False,
-                               example_labels=[e.label for e in page.examples], elem_id="examples")
-        # One click fills the boxes and scores them with the options as they are set on the page.
+        # One click on an example fills the boxes and scores them with the options as set on the page.
         examples.load_input_event.then(compute, inputs=inputs, outputs=outputs)
         button.click(compute, inputs=inputs, outputs=outputs)
         with gr.Accordion("metric card", open=True):
