@@ -500,6 +500,7 @@ def build(name: str, card: str | Path | None = None):
         button.click(compute, inputs=inputs, outputs=outputs)
         with gr.Accordion("metric card", open=True):
             gr.Markdown(article, elem_id="card")
+    module()  # import evaluate, torch and the module now, at start, not on a visitor's first click
     demo.movers_css = css
     return demo, allowed
 
