@@ -118,8 +118,8 @@ _ESSAY = Example(
 METRICS: dict[str, MetricPage] = {
     "moverscore": MetricPage(
         "moverscore",
-        [Option("preset", "radio", "github", "github: 1/(1+d); 1.0.3: 1-d; paper: p-means of 5 layers, n-grams",
-                ("github", "1.0.3", "paper")),
+        [Option("preset", "radio", "1.0.3", "1.0.3: 1-d (PyPI 1.0.3); github: 1/(1+d); paper: p-means of 5 layers, "
+                "n-grams", ("1.0.3", "github", "paper")),
          Option("idf", "checkbox", False, "IDF weights from this call (off: uniform weights, the default)"),
          Option("layer", "number", None, "hidden_states index; empty = the preset's", to_value=_layer),
          Option("n_gram", "number", None, "n-gram size; empty = the preset's", to_value=_layer),
@@ -131,10 +131,10 @@ METRICS: dict[str, MetricPage] = {
          Option("remove_punctuation", "checkbox", True, "give punctuation tokens no mass"),
          Option("stop_words", "radio", "none", "none, or the shipped 153-word English list", ("none", "en"),
                 _none_if("none")),
-         Option("reference_aggregation", "radio", "mean", "several references: mean or max", ("mean", "max")),
+         Option("reference_aggregation", "radio", "max", "several references: max or mean", ("max", "mean")),
          _LONG, _MODEL],
         [_WMT_PAIRS,
-         Example("One prediction, two references (mean over references)",
+         Example("One prediction, two references (the closer one counts)",
                  "The committee approved the new budget on Friday.",
                  "On Friday the committee passed the new budget. ||| The budget was rejected by the committee."),
          _SLICKER]),
