@@ -1,8 +1,9 @@
-"""Hub Space demo: score a prediction against references and show the signature.
-
-evaluate's `launch_gradio_widget` needs gradio 3.x (it uses the removed `gr.inputs`), so the shared
-movers app is used instead; it reads this folder's README.md (the metric card) as the article.
+"""Hub Space demo for this module: the movers page (examples, option widgets, score with signature,
+per-segment table, alignment view); the card is this folder's README.md. `movers space build s_wms <dir>`
+makes the deployable folder (it adds the movers wheel and a bootstrap that imports movers from it).
 """
+from pathlib import Path
+
 from movers.app import launch
 
-launch("s_wms")
+launch("s_wms", card=Path(__file__).with_name("README.md"))

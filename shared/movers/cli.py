@@ -11,6 +11,7 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers bench speed ...           side-by-side timings (see movers.bench.speed_<metric>)
     movers bench baselines ...       recompute the shipped rescaling baselines (movers/data/baselines.json)
     movers bench scale ...           peak memory vs corpus size, throughput with 1 and 2 processes
+    movers space build <slug|all> <dir>   Hugging Face Space folders (see movers.space)
     movers --version                 print the version
 """
 from __future__ import annotations
@@ -121,6 +122,12 @@ def _score(argv: list[str]) -> int:
     return run(argv)
 
 
+def _space(argv: list[str]) -> int:
+    from .space import main as run
+
+    return run(argv)
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one line on stderr (no source line of the library): ``movers: warning: ...``."""
     print(f"movers: warning: {message}", file=sys.stderr if file is None else file)
@@ -136,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"movers {__version__}")
         return 0
     commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score,
-                "explain": _explain}
+                "explain": _explain, "space": _space}
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
