@@ -57,17 +57,22 @@ def _check_list(metric: str, arg: str, value: Any, expected: str) -> list:
     return list(value)
 
 
+def _check_strings(metric: str, arg: str, items: Sequence[Any], *, allow_empty_text: bool, noun: str = "text",
+                   why: str = "") -> None:
+    """Every ``items[j]`` is a string, non-blank unless `allow_empty_text`; errors name ``arg[j]``."""
+    for j, item in enumerate(items):
+        if not isinstance(item, str):
+            raise TypeError(f"{metric}: `{arg}[{j}]` must be a string, got {type(item).__name__} {_describe(item)}.")
+        if not allow_empty_text and not item.strip():
+            raise ValueError(f"{metric}: `{arg}[{j}]` must be a non-empty {noun}, got {_describe(item)}{why}.")
+
+
 def _check_texts(metric: str, arg: str, texts: Any, *, allow_empty_text: bool) -> list[str]:
     texts = _check_list(metric, arg, texts, "a list of strings")
     if not texts:
         raise ValueError(f"{metric}: `{arg}` must be a non-empty list of strings, got an empty list.")
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"{metric}: `{arg}[{i}]` must be a string, got {type(text).__name__} "
-                            f"{_describe(text)}.")
-        if not allow_empty_text and not text.strip():
-            raise ValueError(f"{metric}: `{arg}[{i}]` must be a non-empty text, got {_describe(text)}; "
-                             f"empty texts have no tokens to transport.")
+    _check_strings(metric, arg, texts, allow_empty_text=allow_empty_text,
+                   why="; empty texts have no tokens to transport")
     return texts
 
 
@@ -88,12 +93,7 @@ def normalise_references(metric: str, references: Any, n: int, *, allow_empty_te
         refs = _check_list(metric, f"{arg}[{i}]", refs, "a string or a list of strings")
         if not refs:
             raise ValueError(f"{metric}: `{arg}[{i}]` must hold at least one reference, got an empty list.")
-        for j, ref in enumerate(refs):
-            if not isinstance(ref, str):
-                raise TypeError(f"{metric}: `{arg}[{i}][{j}]` must be a string, got {type(ref).__name__} "
-                                f"{_describe(ref)}.")
-            if not allow_empty_text and not ref.strip():
-                raise ValueError(f"{metric}: `{arg}[{i}][{j}]` must be a non-empty text, got {_describe(ref)}.")
+        _check_strings(metric, f"{arg}[{i}]", refs, allow_empty_text=allow_empty_text)
         out.append(refs)
     return out
 
@@ -151,12 +151,7 @@ def _check_sentences(metric: str, arg: str, doc: Any, allow_empty_text: bool) ->
                         f"{type(doc).__name__} {_describe(doc)}.")
     if not doc:
         raise ValueError(f"{metric}: `{arg}` must hold at least one sentence, got an empty list.")
-    for j, sentence in enumerate(doc):
-        if not isinstance(sentence, str):
-            raise TypeError(f"{metric}: `{arg}[{j}]` must be a string, got {type(sentence).__name__} "
-                            f"{_describe(sentence)}.")
-        if not allow_empty_text and not sentence.strip():
-            raise ValueError(f"{metric}: `{arg}[{j}]` must be a non-empty sentence, got {_describe(sentence)}.")
+    _check_strings(metric, arg, doc, allow_empty_text=allow_empty_text, noun="sentence")
     return tuple(doc)
 
 

@@ -115,6 +115,20 @@ _ESSAY = Example(
     "The museum opened in 1902. It holds over ten thousand paintings. Visitors come from all over the world.",
     "Tourists from every country visit the museum. It has more than 10,000 paintings. It first opened in 1902.")
 
+
+# The options SMS and S+WMS share (SMS adds `variant` in front).
+_DOCUMENT_OPTIONS = [
+    Option("embedding", "text", "glove", "glove (bundled GloVe 6B 50d) or a Hub id / folder (contextual)",
+           to_value=lambda raw: raw.strip() or "glove"),
+    Option("layer", "number", None, "contextual embeddings only; empty = last layer", to_value=_layer),
+    Option("segmenter", "radio", "punkt", "sentence splitter", ("punkt", "regex")),
+    Option("tokenizer", "radio", "spacy", "word tokenizer", ("spacy", "whitespace")),
+    Option("stop_words", "radio", "en", "drop English stop words, or keep all words", ("en", "none"),
+           _none_if("none")),
+    Option("reference_aggregation", "radio", "max", "several references: max or mean", ("max", "mean")),
+    _LONG,
+]
+
 METRICS: dict[str, MetricPage] = {
     "moverscore": MetricPage(
         "moverscore",
@@ -141,27 +155,11 @@ METRICS: dict[str, MetricPage] = {
     "sms": MetricPage(
         "sms",
         [Option("variant", "radio", "sms", "points: sentences, words, or both", ("sms", "wms", "s+wms")),
-         Option("embedding", "text", "glove", "glove (bundled GloVe 6B 50d) or a Hub id / folder (contextual)",
-                to_value=lambda raw: raw.strip() or "glove"),
-         Option("layer", "number", None, "contextual embeddings only; empty = last layer", to_value=_layer),
-         Option("segmenter", "radio", "punkt", "sentence splitter", ("punkt", "regex")),
-         Option("tokenizer", "radio", "spacy", "word tokenizer", ("spacy", "whitespace")),
-         Option("stop_words", "radio", "en", "drop English stop words, or keep all words", ("en", "none"),
-                _none_if("none")),
-         Option("reference_aggregation", "radio", "max", "several references: max or mean", ("max", "mean")),
-         _LONG],
+         *_DOCUMENT_OPTIONS],
         [_SUMMARY, _ESSAY, _WMT_PAIRS], segment_extras=("distances",)),
     "s_wms": MetricPage(
         "s_wms",
-        [Option("embedding", "text", "glove", "glove (bundled GloVe 6B 50d) or a Hub id / folder (contextual)",
-                to_value=lambda raw: raw.strip() or "glove"),
-         Option("layer", "number", None, "contextual embeddings only; empty = last layer", to_value=_layer),
-         Option("segmenter", "radio", "punkt", "sentence splitter", ("punkt", "regex")),
-         Option("tokenizer", "radio", "spacy", "word tokenizer", ("spacy", "whitespace")),
-         Option("stop_words", "radio", "en", "drop English stop words, or keep all words", ("en", "none"),
-                _none_if("none")),
-         Option("reference_aggregation", "radio", "max", "several references: max or mean", ("max", "mean")),
-         _LONG],
+        _DOCUMENT_OPTIONS,
         [_SUMMARY, _ESSAY, _WMT_PAIRS], segment_extras=("distances",)),
     "twmd": MetricPage(
         "twmd",

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Sequence
 
-from .cli_score import UsageError, parse_options
+from .cli_score import UsageError, guarded, parse_options
 
 __all__ = ["main"]
 
@@ -85,8 +85,4 @@ def run(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return run(sys.argv[1:] if argv is None else argv)
-    except UsageError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+    return guarded(PROG, run, argv)

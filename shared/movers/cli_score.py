@@ -340,9 +340,14 @@ def run(argv: Sequence[str]) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def guarded(prog: str, run: Callable[[Sequence[str]], int], argv: Sequence[str] | None) -> int:
+    """Run a subcommand; a :class:`UsageError` becomes one line on stderr and exit status 2."""
     try:
         return run(sys.argv[1:] if argv is None else argv)
     except UsageError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return guarded(PROG, run, argv)
