@@ -92,11 +92,10 @@ def test_command_under_torchrun_equals_the_api(tmp_path):
     refs2 = ["The cat is on the mat.", "A brown fox jumps.", "He left early.", "It rains again."] * 5
     for name, lines in (("h.txt", hyps), ("r1.txt", refs1), ("r2.txt", refs2)):
         (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    run = _torchrun("-m", "movers.distributed_score", "--metric", "delta_bleu", "-c", "h.txt", "-r", "r1.txt",
-                    "-r", "r2.txt", cwd=tmp_path)
+    run = _torchrun("-m", "movers", "score", "-m", "delta_bleu", "-c", "h.txt", "-r", "r1.txt", "-r", "r2.txt",
+                    "--format", "json", "--per-segment", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])  # rank 0 prints, rank 1 does not
-    assert len(run.stdout.strip().splitlines()) == 1 and out["world_size"] == 2
+    out = json.loads(run.stdout)["delta_bleu"]  # rank 0 prints, rank 1 does not (one JSON document)
     want = movers.delta_bleu(hyps, [list(r) for r in zip(refs1, refs2)])
     assert out["scores"] == pytest.approx(want.scores, abs=1e-9)
     assert out["score"] == pytest.approx(want.score, abs=1e-9)  # corpus BLEU from the summed statistics

@@ -323,10 +323,15 @@ def run(argv: Sequence[str]) -> int:
     verbose = args.progress
     if verbose is None:
         verbose = sys.stderr.isatty() and len(hyps) * len(slugs) >= PROGRESS_MIN_PAIRS
-    try:
-        results = score_texts(slugs, hyps, references, options, verbose=verbose)
-    except (TypeError, ValueError) as e:
-        raise UsageError(_where(str(e), hyp_name, list(args.refs))) from None
+    from .distributed import launched_scoring
+
+    with launched_scoring() as rank:  # under torchrun: each rank scores its shard, statistics all-reduced
+        try:
+            results = score_texts(slugs, hyps, references, options, verbose=verbose)
+        except (TypeError, ValueError) as e:
+            raise UsageError(_where(str(e), hyp_name, list(args.refs))) from None
+    if rank != 0:
+        return 0  # every rank holds the full result; rank 0 prints it
     intervals: dict[str, Interval] = {}
     if args.confidence:
         for slug, res in results.items():

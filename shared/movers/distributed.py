@@ -28,7 +28,8 @@ from typing import Any, Iterator, Sequence, TypeVar
 
 import torch
 
-__all__ = ["Scope", "ProcessGroupScope", "current_scope", "use_scope", "distributed_scoring", "shard_bounds"]
+__all__ = ["Scope", "ProcessGroupScope", "current_scope", "use_scope", "distributed_scoring", "launched_scoring",
+           "shard_bounds"]
 
 T = TypeVar("T")
 
@@ -157,3 +158,26 @@ def distributed_scoring(group: Any = None) -> Iterator[ProcessGroupScope]:
     """
     with use_scope(ProcessGroupScope(group)) as scope:
         yield scope
+
+
+@contextlib.contextmanager
+def launched_scoring() -> Iterator[int]:
+    """For command-line tools under ``torchrun``/``accelerate launch``: when ``WORLD_SIZE`` > 1, initialise
+    the default process group (NCCL with CUDA, gloo on CPU), score collectively inside the block
+    (:func:`distributed_scoring`) and destroy the group afterwards; yields this process's rank (0 when
+    not launched by a launcher, and then nothing is distributed)."""
+    import os
+
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        yield 0
+        return
+    import torch.distributed as dist
+
+    if torch.cuda.is_available():
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    try:
+        with distributed_scoring():
+            yield dist.get_rank()
+    finally:
+        dist.destroy_process_group()
