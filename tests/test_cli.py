@@ -21,11 +21,16 @@ import movers
 
 from .conftest import data_path
 
-PACKAGE_ROOT = str(Path(movers.__file__).resolve().parents[1])  # the movers this process imported
+_ROOT = Path(movers.__file__).resolve().parents[1]  # the movers this process imported
+# A source checkout (shared/) goes on the subprocess's path; an installed movers is found by the same
+# interpreter anyway, and putting site-packages first would shadow the standard library (moverscore 1.0.3
+# installs the old `typing` backport there).
+_PATH = {"PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH", "")) if p)} \
+    if "site-packages" not in _ROOT.parts else {}
 
 
 def run(*args: str, stdin: str | None = None, env: dict | None = None, cwd: Path | None = None):
-    full_env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    full_env = {**os.environ, **_PATH,
                 "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"), **(env or {})}
     return subprocess.run([sys.executable, "-m", "movers", *args], input=stdin if stdin is not None else "",
                           capture_output=True, text=True, env=full_env, cwd=cwd, timeout=600)
@@ -260,7 +265,7 @@ sys.exit(status)
 def test_several_metrics_share_one_encoder_pass(wmt):
     """moverscore, twmd and lazy_emd use the same encoder: the model sees each unique text once."""
     folder, hyps, refs, _ = wmt
-    env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, **_PATH}
     proc = subprocess.run([sys.executable, "-c", COUNTING, "score", "-m", "moverscore", "-m", "twmd", "-m",
                            "lazy_emd", "-r", str(folder / "refs.txt"), "-c", str(folder / "hyps.txt"), "-f", "json",
                            "--per-segment"], capture_output=True, text=True, env=env, timeout=600)
