@@ -71,7 +71,7 @@ def test_grpo_trainer_calls_the_reward_with_completions_and_the_reference_column
         expected = movers.moverscore(completions, kwargs["reference"]).scores
         np.testing.assert_allclose(rewards, expected, atol=1e-9, rtol=0)
         assert log["rewards/movers_moverscore/mean"] == pytest.approx(np.mean(expected), abs=1e-6)
-    assert reward.signature.startswith("MoverScore|preset:github|")
+    assert reward.signature.startswith("MoverScore|preset:1.0.3|")  # the default preset
 
 
 @pytest.mark.slow

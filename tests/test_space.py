@@ -110,7 +110,8 @@ def test_delta_bleu_ngrams_by_hand():
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory):
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
+    # From this checkout: the tests may run against an installed (non-editable) movers, as in CI.
+    return build_wheel(tmp_path_factory.mktemp("wheel"), source=REPO)
 
 
 @pytest.fixture(scope="session")
