@@ -449,13 +449,18 @@ class Encoder:
             for row, i in enumerate(idx):
                 input_ids[row, : len(seqs[i])] = torch.tensor(seqs[i], dtype=torch.long)
                 mask[row, : len(seqs[i])] = 1
+            # Only the last layer: no hidden_states tuple, so the earlier layers' outputs are freed as the
+            # forward pass goes (the same tensor: hidden_states[-1] is last_hidden_state).
+            last_only = isinstance(self._layer, int) and layers[0] == bb.num_layers
             result = bb.model(input_ids=input_ids.to(bb.device), attention_mask=mask.to(bb.device),
-                              output_hidden_states=True)
-            hidden = result.hidden_states
-            if isinstance(self._layer, int):
-                vec = hidden[layers[0]]
+                              output_hidden_states=not last_only)
+            if last_only:
+                vec = result.last_hidden_state
+            elif isinstance(self._layer, int):
+                vec = result.hidden_states[layers[0]]
             else:
-                vec = power_means([hidden[k] for k in layers])
+                vec = power_means([result.hidden_states[k] for k in layers])
+            del result
             vec = vec.float().cpu()
             for row, i in enumerate(idx):
                 out[i] = vec[row, : len(seqs[i])].clone()
