@@ -317,6 +317,13 @@ class Encoder:
         return tuple(out)
 
     @property
+    def vector_size(self) -> int:
+        """Size of the token vectors :meth:`embed` returns: the model's hidden size, three times it for a
+        power-means layer mix (known without running the model, e.g. for a rank with no segment)."""
+        hidden = int(getattr(self.backbone.model.config, "hidden_size", 0))
+        return hidden if isinstance(self._layer, int) else 3 * hidden
+
+    @property
     def layer_label(self) -> str:
         """Signature text: ``6`` or ``pmeans[2,3,4,5,6]``."""
         layers = self.layers

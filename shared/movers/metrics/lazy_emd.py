@@ -237,7 +237,7 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
         mu_h, mu_r, center_label = centring_means(centering, [_real(hyp, i) for i in range(len(local_preds))],
                                                   [_real(ref, k) for k in range(len(local.flat))], local.owner,
                                                   centering_batch, total=scope.total,
-                                                  dim=int(encoder.backbone.model.config.hidden_size))
+                                                  dim=encoder.vector_size)
         hyp_vecs = [v.to(torch.float64) - mu_h[i] for i, v in enumerate(hyp_vecs)]
         ref_vecs = [v.to(torch.float64) - mu_r[local.owner[k]] for k, v in enumerate(ref_vecs)]
     scope.statistics_done()

@@ -257,7 +257,7 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
         cand, ref = (_centring_vectors(preds[part.start:part.stop], refs[part.start:part.stop], encoder=encoder,
                                        n_gram=n_gram, batch_size=batch_size, verbose=verbose, **filters)[:2]
                      if len(part) else ([], []))
-        mc, mr = corpus_means(cand, ref, total=scope.total, dim=_vector_size(encoder))
+        mc, mr = corpus_means(cand, ref, total=scope.total, dim=encoder.vector_size)
         fixed = Centering(mc, mr, encoder.name, encoder.layer_label, kept_label)
     scope.statistics_done()
 
@@ -361,12 +361,6 @@ def _centring_vectors(predictions: Sequence[str], references: Sequence[str] | Se
             (cand if start + j < len(preds) else ref).append(emb.vectors[j].to(torch.float64)[keep])
     return (cand, ref, encoder.name, encoder.layer_label,
             _kept_label(remove_subwords, remove_punctuation, stop_label))
-
-
-def _vector_size(encoder: Encoder) -> int:
-    """The token vector size (hidden size; three times it for power means), for a process without segments."""
-    hidden = int(getattr(encoder.backbone.model.config, "hidden_size", 0))
-    return 3 * hidden if encoder.layer_label.startswith("pmeans") else hidden
 
 
 def _resolve_idf(name: str, idf: IdfSpec, encoder: Encoder, refs: list[str],

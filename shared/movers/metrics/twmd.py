@@ -293,7 +293,7 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
         raise ValueError(f"{name}: {', '.join(empty[:5])} must have at least one token to compare with "
                          f"preset={preset!r}, got none.")
     mu_cand, mu_ref, center_label = centring_means(centering, cand, ref, local.owner, centering_batch,
-                                                   total=scope.total, dim=_hidden_size(encoder))
+                                                   total=scope.total, dim=encoder.vector_size)
     scope.statistics_done()
     local_pairs = twmd_from_embeddings(
         [cand[i] for i in local.owner], ref, temperature=temperature, variant=variant, iterations=iterations,
@@ -339,11 +339,6 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     if return_plans:
         extra["alignments"] = groups.split(explained)
     return Scores(score=float(np.mean(f)), scores=f, signature=signature, extra=extra)
-
-
-def _hidden_size(encoder: Encoder) -> int:
-    """The token vector size (for a process that has no segment of the call)."""
-    return int(getattr(encoder.backbone.model.config, "hidden_size", 0))
 
 
 def _uniform(labels: list[str]) -> Histogram:
