@@ -1,6 +1,8 @@
 """The shared core: exact EMD, encoder batching/order/windows on any local model, validation, signatures."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -103,6 +105,24 @@ def test_embed_dedupes_and_restores_input_order():
         torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
 
 
+def test_cpu_batches_are_bounded_in_rows_and_padded_tokens(monkeypatch):
+    # Hand-computed: lengths sorted longest first; a batch takes min(batch_size, budget // first length) rows.
+    from movers.embedding import token_batches
+
+    lengths = [600, 300, 120, 100, 40, 40, 40, 10, 10]
+    assert [list(b) for b in token_batches(lengths, 64, 1024)] == [[0], [1, 2, 3], [4, 5, 6, 7, 8]]
+    assert [list(b) for b in token_batches(lengths, 2, 1024)] == [[0], [1, 2], [3, 4], [5, 6], [7, 8]]
+    assert [list(b) for b in token_batches(lengths, 4, None)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+    assert token_batches([], 64, 1024) == []
+    # The budget changes the batches, never the vectors (padding is masked).
+    texts = ["word " * 300, "A dog.", "The cat sat on the mat.", "word " * 90]
+    got = Encoder().embed(texts, batch_size=64).vectors
+    monkeypatch.setattr("movers.embedding.CPU_BATCH_TOKENS", 10**9)
+    want = Encoder().embed(texts, batch_size=64).vectors
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=0)
+
+
 def test_layers_index_hidden_states():
     enc = Encoder(layer=0)
     assert enc.layers == (0,) and Encoder(layer=-1).layers == (6,) and Encoder(layer=-7).layers == (0,)
@@ -179,5 +199,11 @@ def test_import_is_light_and_registry_lists_modules():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"MOVERS_NO_AUTOREGISTER": "1", "PATH": ""})
     assert out.stdout.split() == ["False", "False"]
+    # POT's package import pulls scikit-learn (~160 MB): only the metrics that solve with POT load it.
+    code = ("import sys, movers; movers.twmd(['a cat'], [['a dog']]); print('ot' in sys.modules); "
+            "movers.moverscore(['a cat'], [['a dog']]); print('ot' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, MOVERS_NO_AUTOREGISTER="1"))
+    assert out.stdout.split() == ["False", "True"]
     with pytest.raises(ValueError, match="unknown module 'bleu'"):
         movers.module_dir("bleu")

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
-import ot
 import torch
 from torch import Tensor
 
@@ -64,6 +63,8 @@ def emd(a, b, cost, *, max_iter: int = 1_000_000, return_plan: bool = True) -> T
         ValueError: On a shape mismatch, negative, non-finite or unequal masses, or a non-finite cost.
         RuntimeError: If the solver stops before optimality.
     """
+    import ot  # here, not at import: POT's package import pulls scikit-learn (~160 MB) for solvers TWMD never uses
+
     nx = ot.backend.get_backend(a, b, cost)
     a64, b64, c64 = (np.ascontiguousarray(nx.to_numpy(x), dtype=np.float64) for x in (a, b, cost))
     if a64.ndim != 1 or b64.ndim != 1 or c64.shape != (a64.shape[0], b64.shape[0]):
@@ -258,7 +259,9 @@ def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: fl
     if on_cpu:  # numpy views of the same memory
         state = {k: x.numpy() for k, x in state.items()}
         inputs = {k: x.detach().numpy() for k, x in inputs.items()}
-    nx = ot.backend.get_backend(inputs["scaled"])
+    from ot.backend import get_backend
+
+    nx = get_backend(inputs["scaled"])
     with np.errstate(all="ignore"):  # -inf arithmetic is intended; results are checked, not warned
         _uot_iterations(nx, state, **inputs, reg=reg, reg_a=reg_a, reg_b=reg_b, max_iter=max_iter, tol=tol,
                         check_every=check_every, accelerate=accelerate)
