@@ -111,6 +111,9 @@ NO_CUDA["delta_bleu"] = Error(TypeError, r"unexpected keyword argument 'device'"
 UNKNOWN_MODEL = {m: Error(OSError, r"`model` \(SMS: `embedding`\) 'no-such-org/no-such-model' is not in the "
                                    r"local Hugging Face cache") for m in METRICS}
 UNKNOWN_MODEL["delta_bleu"] = Error(TypeError, r"unexpected keyword argument 'model'")
+BAD_BATCH = tuple({**{m: Error(exc, rf"{m}: `batch_size` must be {what}") for m in METRICS},
+                    "delta_bleu": Error(TypeError, r"unexpected keyword argument 'batch_size'")}
+                   for exc, what in ((ValueError, ">= 1"), (TypeError, "an integer")))
 
 
 def two(text):
@@ -165,6 +168,9 @@ CASES: list[tuple[str, Any, Any, Callable[[str], dict] | None, dict]] = [
     ("unknown model", [R, P2], [R, R2],
      lambda m: {"embedding" if m in STATIC else "model": "no-such-org/no-such-model"}, UNKNOWN_MODEL),
     ("missing CUDA", [R, P2], [R, R2], lambda m: {"device": "cuda"}, NO_CUDA),
+    ("batch_size 0", [R, P2], [R, R2], lambda m: {"batch_size": 0}, BAD_BATCH[0]),
+    ("batch_size 2.5", [R, P2], [R, R2], lambda m: {"batch_size": 2.5}, BAD_BATCH[1]),
+    ("batch_size 'x'", [R, P2], [R, R2], lambda m: {"batch_size": "x"}, BAD_BATCH[1]),
 ]
 
 

@@ -205,6 +205,7 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     threshold = None if solver == "emd" else _resolve_mask(name, mask, PRESETS[preset])
     check_choice(name, "reference_aggregation", reference_aggregation, ["min", "mean"])
     check_number(name, "max_iter", max_iter, low=1, integer=True)
+    check_number(name, "batch_size", batch_size, low=1, integer=True)
     check_number(name, "tol", tol, low=0.0, low_open=True)
     if not isinstance(idf, (bool, Idf)):
         raise TypeError(f"{name}: `idf` must be a bool or an Idf table, got {type(idf).__name__}.")

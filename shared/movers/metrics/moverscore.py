@@ -200,6 +200,7 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
     base = PRESETS[preset]
     n_gram = base.n_gram if n_gram is None else n_gram
     check_number(name, "n_gram", n_gram, low=1, integer=True)
+    check_number(name, "batch_size", batch_size, low=1, integer=True)
     cost = base.cost if cost is None else check_choice(name, "cost", cost, ["euclidean", "sqeuclidean", "cosine"])
     transform = base.transform if transform is None else check_choice(name, "transform", transform,
                                                                        list(_TRANSFORMS))
