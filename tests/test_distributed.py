@@ -149,3 +149,39 @@ def test_one_rank_group_reduces_counters_and_sums(tmp_path):
             scope.total("x")
     finally:
         dist.destroy_process_group()
+
+
+ACCELERATE_SCRIPT = """
+import json, sys
+from accelerate import Accelerator
+import movers
+acc = Accelerator(cpu=True)   # initialises the gloo process group the launcher set up
+preds, refs = json.loads(open(sys.argv[1]).read())
+with movers.distributed_scoring():
+    out = movers.moverscore(preds, refs, idf=True)
+if acc.is_main_process:
+    open(sys.argv[2], "w").write(json.dumps({"world": acc.num_processes, "scores": out.scores,
+                                             "signature": out.signature}))
+"""
+
+
+@pytest.mark.slow
+def test_accelerate_launch_equals_one_process(tmp_path):
+    """The README's `accelerate launch` recipe: on CPU, accelerate's `--multi_gpu` launcher is torchrun
+    (its `--cpu` multi-process path is mpirun); Accelerator(cpu=True) then opens a gloo group."""
+    import movers
+
+    preds = ["The cat sat on the mat.", "A dog ran.", "Hello world", "It rains today.", "Birds fly south."]
+    refs = [["A cat was on the mat."], ["The dog was running.", "A dog ran fast."], ["Hi world"],
+            ["Today it is raining."], ["Birds migrate."]]
+    (tmp_path / "pairs.json").write_text(json.dumps([preds, refs]))
+    (tmp_path / "s.py").write_text(ACCELERATE_SCRIPT)
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "--main_process_port", str(_free_port()), "s.py", "pairs.json", "out.json"]
+    run = subprocess.run(cmd, env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads((tmp_path / "out.json").read_text())
+    want = movers.moverscore(preds, refs, idf=True)  # per-call IDF over all five pairs, one process
+    assert got["world"] == 2 and got["signature"] == want.signature
+    assert max(abs(a - b) for a, b in zip(got["scores"], want.scores)) <= TOL
