@@ -562,3 +562,30 @@ def test_torch_iterations_equal_the_numpy_iterations(accelerate, reg_a, reg_b):
     np.testing.assert_array_equal(numpy_run["iterations"], torch_run["iterations"])
     np.testing.assert_allclose(torch_run["log_u"], numpy_run["log_u"], atol=1e-10, rtol=0)
     np.testing.assert_allclose(torch_run["log_v"], numpy_run["log_v"], atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("centering, k", [("corpus", 32), ("batch", 2), ("none", 32)])
+def test_huge_calls_are_scored_in_bounded_chunks(monkeypatch, centering, k):
+    """Embedding and transport run CHUNK segments at a time (whole centring batches); per-call IDF covers
+    the whole call and corpus centring takes its means in a first pass: the same scores as one chunk."""
+    import movers.metrics.lazy_emd as le
+    from movers.embedding import Encoder
+
+    preds = ["The cat sat on the mat.", "A dog barked loudly at night.", "Stocks fell sharply on Monday.",
+             "He plays the guitar.", "The meeting was postponed.", "Rain is expected tomorrow."]
+    refs = [["A cat was sitting on the mat."], ["The dog was barking.", "A dog barked."],
+            ["Shares dropped steeply on Monday."], ["She is reading a book."],
+            ["The meeting has been moved.", "It was postponed."], ["Tomorrow it will rain."]]
+    options = dict(centering=centering, centering_batch=k, idf=True, return_plans=True)
+    whole = lazy_emd(preds, refs, **options)
+    calls = []
+    monkeypatch.setattr(le, "CHUNK", 1)
+    monkeypatch.setattr(Encoder, "embed", lambda self, texts, f=Encoder.embed, **kw: calls.append(len(texts)) or
+                        f(self, texts, **kw))
+    chunked = lazy_emd(preds, refs, **options)
+    step = k if centering == "batch" else 1  # whole centring batches
+    assert len(calls) == len(preds) // step * (2 if centering == "corpus" else 1)  # corpus: sums, then scores
+    np.testing.assert_allclose(chunked.scores, whole.scores, atol=1e-6, rtol=0)
+    assert chunked.signature == whole.signature and chunked.extra["iterations"] == whole.extra["iterations"]
+    for a, b in zip(sum(chunked.extra["alignments"], []), sum(whole.extra["alignments"], [])):
+        np.testing.assert_allclose(a.plan, b.plan, atol=1e-6, rtol=0)

@@ -115,13 +115,15 @@ def test_batch_size_and_order_do_not_change_scores():
     np.testing.assert_allclose(shuffled, [base[i] for i in perm], atol=1e-6, rtol=0)
 
 
-def test_huge_corpora_are_scored_in_bounded_chunks(monkeypatch):
-    """IDF covers the whole call; embedding and transport run CHUNK segments at a time."""
+@pytest.mark.parametrize("centering", ["none", "corpus"])
+def test_huge_corpora_are_scored_in_bounded_chunks(monkeypatch, centering):
+    """IDF covers the whole call; embedding and transport run CHUNK segments at a time (corpus centring:
+    its sums a chunk at a time first)."""
     import movers.metrics.moverscore as ms
 
-    whole = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], idf=True, batch_size=4)
+    whole = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], idf=True, batch_size=4, centering=centering)
     monkeypatch.setattr(ms, "CHUNK", 1)
-    chunked = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], idf=True, batch_size=4)
+    chunked = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], idf=True, batch_size=4, centering=centering)
     np.testing.assert_allclose(chunked.scores, whole.scores, atol=1e-6, rtol=0)
     assert chunked.signature == whole.signature
 

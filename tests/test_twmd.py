@@ -456,3 +456,25 @@ def test_fitted_centring_makes_multi_reference_scores_order_free():
     assert a[1:] == b[1:]
     alone = [twmd(preds, [[r]] + refs[1:], centering=fitted).scores[0] for r in extra[0]]
     assert b[0] == max(alone)
+
+
+@pytest.mark.parametrize("centering, k", [("corpus", 32), ("batch", 2), ("none", 32)])
+def test_huge_calls_are_scored_in_bounded_chunks(monkeypatch, centering, k):
+    """Embedding and transport run CHUNK segments at a time (whole centring batches); corpus centring
+    then takes its means in a first pass. The scores are those of one chunk over the whole call."""
+    import movers.metrics.twmd as tw
+
+    preds = [p for p, _ in PAIRS]
+    refs = [[r, p] if i % 2 else [r] for i, (p, r) in enumerate(PAIRS)]  # ragged
+    whole = twmd(preds, refs, centering=centering, centering_batch=k, return_plans=True)
+    calls = []
+    monkeypatch.setattr(tw, "CHUNK", 1)
+    monkeypatch.setattr(tw, "_kept_vectors", lambda *a, f=tw._kept_vectors: calls.append(len(a[1])) or f(*a))
+    chunked = twmd(preds, refs, centering=centering, centering_batch=k, return_plans=True)
+    step = k if centering == "batch" else 1  # whole centring batches
+    assert calls == [step] * (len(preds) // step) * (2 if centering == "corpus" else 1)  # corpus: sums, then scores
+    np.testing.assert_allclose(chunked.scores, whole.scores, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(chunked.extra["precision"], whole.extra["precision"], atol=1e-6, rtol=0)
+    assert chunked.signature == whole.signature
+    for a, b in zip(sum(chunked.extra["alignments"], []), sum(whole.extra["alignments"], [])):
+        np.testing.assert_allclose(a.plan, b.plan, atol=1e-6, rtol=0)

@@ -29,7 +29,7 @@ from typing import Callable, Literal, Sequence, Union
 import torch
 from torch import Tensor
 
-__all__ = ["Centering", "CENTERINGS", "CenteringSpec", "centring_means", "corpus_means", "check_centering", "fit_centering"]
+__all__ = ["Centering", "CENTERINGS", "CenteringSpec", "centring_means", "corpus_means", "corpus_sums", "means_of", "check_centering", "fit_centering"]
 
 CENTERINGS = ("batch", "corpus", "none")
 
@@ -72,14 +72,26 @@ CenteringSpec = Union[Literal["batch", "corpus", "none"], Centering]
 
 def corpus_means(predictions: Sequence[Tensor], references: Sequence[Tensor], *,
                  total: Callable[[Tensor], Tensor] | None = None, dim: int) -> tuple[Tensor, Tensor]:
-    """Token means of all prediction and all reference vectors ([n_i, dim] each, float64), from sums and
+    """Token means (float64) of all prediction and all reference vectors ([n_i, dim] each), from sums and
     counts that `total` adds up over the rest of the call (other ranks, other blocks of a stream)."""
+    sums = corpus_sums(predictions, references, dim=dim)
+    return means_of(sums if total is None else total(sums))
+
+
+def corpus_sums(predictions: Sequence[Tensor], references: Sequence[Tensor], *, dim: int) -> Tensor:
+    """[2, dim + 1] float64: the token sums and the token counts (last column) of the prediction and the
+    reference vectors; added up over the chunks, ranks or blocks of a call, then :func:`means_of`."""
     sums = torch.zeros(2, dim + 1, dtype=torch.float64)
     for row, vectors in ((0, predictions), (1, references)):
         for x in vectors:
-            sums[row, :dim] += x.sum(0)
+            sums[row, :dim] += x.sum(0, dtype=torch.float64)
             sums[row, dim] += x.shape[0]
-    sums = sums if total is None else total(sums)
+    return sums
+
+
+def means_of(sums: Tensor) -> tuple[Tensor, Tensor]:
+    """(prediction mean, reference mean) from :func:`corpus_sums`."""
+    dim = sums.shape[1] - 1
     return sums[0, :dim] / sums[0, dim], sums[1, :dim] / sums[1, dim]
 
 
@@ -90,7 +102,7 @@ def centring_means(centering: CenteringSpec, predictions: Sequence[Tensor], refe
 
     Args:
         centering: A mode name or a fitted :class:`Centering`.
-        predictions: Token vectors [n_i, d] per segment (float64).
+        predictions: Token vectors [n_i, d] per segment (float32 or float64; the means are float64).
         references: Token vectors [m_j, d] per flat reference; ``owner[j]`` is its segment.
         k: Segments per batch for ``"batch"``.
         total: For ``"corpus"``: maps these segments' token sums and counts to those of the whole call
@@ -120,8 +132,8 @@ def centring_means(centering: CenteringSpec, predictions: Sequence[Tensor], refe
     mu_r: list[Tensor] = []
     for start in range(0, n, size):
         seg = range(start, min(start + size, n))
-        mc = torch.cat([predictions[i] for i in seg]).mean(0)
-        mr = torch.cat([references[j] for i in seg for j in refs_of[i]]).mean(0)
+        mc = torch.cat([predictions[i] for i in seg]).to(torch.float64).mean(0)
+        mr = torch.cat([references[j] for i in seg for j in refs_of[i]]).to(torch.float64).mean(0)
         mu_c += [mc] * len(seg)
         mu_r += [mr] * len(seg)
     return mu_c, mu_r, "corpus" if centering == "corpus" else f"batch[k={k}]"

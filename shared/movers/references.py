@@ -14,7 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
-__all__ = ["ReferenceGroups", "REDUCTIONS", "Reduction"]
+__all__ = ["ReferenceGroups", "REDUCTIONS", "Reduction", "CHUNK", "segment_chunks"]
+
+CHUNK = 2048
+"""Segments the token-level metrics embed and score at a time, so a call's memory is bounded by this,
+not by the corpus (per-call statistics still cover the whole call)."""
+
+
+def segment_chunks(n: int, size: int, multiple: int = 1) -> list[range]:
+    """Consecutive ranges over ``range(n)`` of `size` segments, rounded down to whole batches of `multiple`
+    (at least one batch), so that batch centring never straddles two chunks.
+
+    >>> segment_chunks(5, 2), segment_chunks(70, 50, multiple=32)
+    ([range(0, 2), range(2, 4), range(4, 5)], [range(0, 32), range(32, 64), range(64, 70)])
+    """
+    step = max(multiple, size // multiple * multiple)
+    return [range(start, min(start + step, n)) for start in range(0, n, step)]
 
 Reduction = Literal["mean", "max", "min"]
 

@@ -37,14 +37,14 @@ import numpy as np
 import torch
 
 from .._validation import check_choice, check_number, check_pairs
-from ..centering import Centering, CenteringSpec, centring_means, check_centering
+from ..centering import Centering, CenteringSpec, centring_means, check_centering, corpus_sums, means_of
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation, plot_explanation
 from ..guards import check_encoder_inputs
 from ..histogram import Alignment, Histogram, unit_rows
 from ..distributed import current_scope
 from ..idf import Idf, call_idf
-from ..references import ReferenceGroups
+from ..references import CHUNK, ReferenceGroups, segment_chunks
 from ..result import Scores
 from ..scoring_options import with_scoring_options
 from .. import progress
@@ -230,34 +230,62 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     part = scope.part(len(preds), multiple=centering_batch if centering == "batch" else 1)
     local_preds, local = preds[part.start:part.stop], ReferenceGroups.of(refs[part.start:part.stop])
     table, idf_label = _resolve_idf(name, idf, lambda: encoder.token_ids(local.flat), encoder.name)
-    emb = encoder.embed(local_preds + local.flat, batch_size=batch_size, verbose=verbose)
-    hyp, ref = emb.select(0, len(local_preds)), emb.select(len(local_preds), len(emb))
-    hyp_vecs, ref_vecs = list(hyp.vectors), list(ref.vectors)
-    center_label = "none"
-    if centering != "none":
-        mu_h, mu_r, center_label = centring_means(centering, [_real(hyp, i) for i in range(len(local_preds))],
-                                                  [_real(ref, k) for k in range(len(local.flat))], local.owner,
-                                                  centering_batch, total=scope.total,
-                                                  dim=encoder.vector_size)
-        hyp_vecs = [v.to(torch.float64) - mu_h[i] for i, v in enumerate(hyp_vecs)]
-        ref_vecs = [v.to(torch.float64) - mu_r[local.owner[k]] for k, v in enumerate(ref_vecs)]
+    # Bounded memory: embed and solve CHUNK segments at a time (whole centring batches). Corpus centring
+    # needs the means of the whole call first: over several chunks that is one extra encoder pass (sums only).
+    chunks = segment_chunks(len(local_preds), CHUNK, centering_batch if centering == "batch" else 1)
+
+    def embedded(chunk: range):
+        group = ReferenceGroups.of(refs[part.start + chunk.start:part.start + chunk.stop])
+        emb = encoder.embed(local_preds[chunk.start:chunk.stop] + group.flat, batch_size=batch_size, verbose=verbose)
+        return emb.select(0, len(chunk)), emb.select(len(chunk), len(emb)), group
+
+    def real(hyp, ref, group):
+        return [_real(hyp, i) for i in range(len(hyp))], [_real(ref, k) for k in range(len(group.flat))]
+
+    first = None  # the single chunk's embeddings, used once for the corpus means and the scores
+    if centering == "corpus":
+        sums = torch.zeros(2, encoder.vector_size + 1, dtype=torch.float64)
+        for chunk in chunks:
+            out = embedded(chunk)
+            first = out if len(chunks) == 1 else None
+            sums += corpus_sums(*real(*out), dim=encoder.vector_size)
+        corpus = Centering(*means_of(scope.total(sums)), encoder.name, encoder.layer_label, _KEPT_LABEL)
     scope.statistics_done()
-    hyp_sides = [Histogram(hyp.tokens[i], lazy_emd_masses(hyp.ids[i], hyp.special[i], table), hyp_vecs[i])
-                 for i in range(len(local_preds))]
-    ref_sides = [Histogram(ref.tokens[k], lazy_emd_masses(ref.ids[k], ref.special[k], table), ref_vecs[k])
-                 for k in range(len(local.flat))]
+    mode = corpus if centering == "corpus" else centering
+    center_label = "corpus" if centering == "corpus" else centring_means(mode, [], [], [], centering_batch,
+                                                                         dim=encoder.vector_size)[2]
     keep = return_plans or return_matching
-    solved = lazy_emd_from_embeddings([hyp_sides[i] for i in local.owner], ref_sides, reg=reg,
-                                      reg_candidate=reg_candidate, reg_reference=reg_reference, mask=threshold,
-                                      solver=solver, max_iter=max_iter, tol=tol, device=encoder.device,
-                                      return_plans=keep)
-    progress.pairs_done(len(ref_sides))
+    solved = LazyEmdPairs([], [], [], [] if keep else None, [] if keep else None, [])
     alignments = []
-    if keep:
-        for k, i in enumerate(local.owner):
-            pair = Alignment(score=solved.distances[k], distance=solved.distances[k], cost=solved.costs[k],
-                             plan=solved.plans[k])
-            alignments.append(Explanation.of(name, hyp_sides[i], ref_sides[k], pair, cost_label="1 - cos"))
+    for chunk in chunks:
+        hyp, ref, group = first if first is not None else embedded(chunk)
+        first = None
+        hyp_vecs, ref_vecs = list(hyp.vectors), list(ref.vectors)
+        if centering != "none":
+            mu_h, mu_r, _ = centring_means(mode, *real(hyp, ref, group), group.owner, centering_batch,
+                                           dim=encoder.vector_size)
+            hyp_vecs = [v.to(torch.float64) - mu_h[i] for i, v in enumerate(hyp_vecs)]
+            ref_vecs = [v.to(torch.float64) - mu_r[group.owner[k]] for k, v in enumerate(ref_vecs)]
+        hyp_sides = [Histogram(hyp.tokens[i], lazy_emd_masses(hyp.ids[i], hyp.special[i], table), hyp_vecs[i])
+                     for i in range(len(hyp_vecs))]
+        ref_sides = [Histogram(ref.tokens[k], lazy_emd_masses(ref.ids[k], ref.special[k], table), ref_vecs[k])
+                     for k in range(len(group.flat))]
+        part_solved = lazy_emd_from_embeddings([hyp_sides[i] for i in group.owner], ref_sides, reg=reg,
+                                               reg_candidate=reg_candidate, reg_reference=reg_reference,
+                                               mask=threshold, solver=solver, max_iter=max_iter, tol=tol,
+                                               device=encoder.device, return_plans=keep)
+        progress.pairs_done(len(ref_sides))
+        solved.distances.extend(part_solved.distances)
+        solved.converged.extend(part_solved.converged)
+        solved.iterations.extend(part_solved.iterations)
+        solved.masked_out.extend(part_solved.masked_out or [False] * len(part_solved.distances))
+        if keep:
+            solved.plans.extend(part_solved.plans)
+            solved.costs.extend(part_solved.costs)
+            for k, i in enumerate(group.owner):
+                pair = Alignment(score=part_solved.distances[k], distance=part_solved.distances[k],
+                                 cost=part_solved.costs[k], plan=part_solved.plans[k])
+                alignments.append(Explanation.of(name, hyp_sides[i], ref_sides[k], pair, cost_label="1 - cos"))
     alignments = scope.gather(alignments)
     pairs = LazyEmdPairs(*(scope.gather(values) for values in (solved.distances, solved.converged,
                                                                 solved.iterations)),

@@ -37,7 +37,7 @@ import torch
 from scipy.spatial.distance import cdist
 
 from .._validation import check_choice, check_number, check_pairs
-from ..centering import Centering, CenteringSpec, centring_means, check_centering, corpus_means
+from ..centering import Centering, CenteringSpec, centring_means, check_centering, corpus_sums, means_of
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
 from ..filters import PUNCTUATION, resolve_stopwords, subword_mask
@@ -45,7 +45,7 @@ from ..guards import check_encoder_inputs
 from ..histogram import Alignment, Histogram, unit_rows
 from ..distributed import Scope, current_scope
 from ..idf import Idf, call_idf
-from ..references import ReferenceGroups
+from ..references import CHUNK, ReferenceGroups, segment_chunks
 from ..result import Scores
 from ..scoring_options import with_scoring_options
 from .. import progress
@@ -58,8 +58,6 @@ __all__ = ["moverscore", "moverscore_from_embeddings", "moverscore_histogram", "
 HIGHER_IS_BETTER = True
 DEFAULT_PRESET = "1.0.3"
 """Chosen on the development sets (issue 14): 1 - d correlates better than 1/(1 + d) under Pearson (card)."""
-CHUNK = 2048
-"""Segments embedded and scored at a time: memory stays bounded for any corpus size."""
 
 Cost = Literal["euclidean", "sqeuclidean", "cosine"]
 Transform = Literal["1-d", "1/(1+d)", "exp(-d)", "d"]
@@ -250,23 +248,25 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
     # Centring: "batch" chunks hold whole batches; "corpus" needs the call's means first (one extra encoder
     # pass over this process's part, the sums added up over the scope) unless the whole call is one
     # chunk of one process; a fitted table is fixed.
-    step = CHUNK if centering != "batch" else max(centering_batch, CHUNK // centering_batch * centering_batch)
+    chunks = segment_chunks(len(part), CHUNK, centering_batch if centering == "batch" else 1)
     fixed = centering if isinstance(centering, Centering) else None
     center_label = centering.label if fixed else str(centering)
-    whole_in_one = type(scope) is Scope and len(preds) <= step
+    whole_in_one = type(scope) is Scope and len(chunks) <= 1
     if centering == "corpus" and not whole_in_one:
-        cand, ref = (_centring_vectors(preds[part.start:part.stop], refs[part.start:part.stop], encoder=encoder,
-                                       n_gram=n_gram, batch_size=batch_size, verbose=verbose, **filters)[:2]
-                     if len(part) else ([], []))
-        mc, mr = corpus_means(cand, ref, total=scope.total, dim=encoder.vector_size)
-        fixed = Centering(mc, mr, encoder.name, encoder.layer_label, kept_label)
+        sums = torch.zeros(2, encoder.vector_size + 1, dtype=torch.float64)
+        for chunk in chunks:  # sums only, a chunk at a time
+            start, stop = part.start + chunk.start, part.start + chunk.stop
+            cand, ref = _centring_vectors(preds[start:stop], refs[start:stop], encoder=encoder, n_gram=n_gram,
+                                          batch_size=batch_size, verbose=verbose, **filters)[:2]
+            sums += corpus_sums(cand, ref, dim=encoder.vector_size)
+        fixed = Centering(*means_of(scope.total(sums)), encoder.name, encoder.layer_label, kept_label)
     scope.statistics_done()
 
     pairs: list[Alignment] = []
     alignments: list[Explanation] = []
     # Bounded memory: embed and score CHUNK segments at a time (IDF above already covers the whole call).
-    for start in range(part.start, part.stop, step):
-        stop = min(start + step, part.stop)
+    for chunk in chunks:
+        start, stop = part.start + chunk.start, part.start + chunk.stop
         chunk_preds, chunk_refs = preds[start:stop], refs[start:stop]
         chunk = ReferenceGroups.of(chunk_refs)
         emb = encoder.embed(chunk_preds + chunk.flat, batch_size=batch_size, verbose=verbose)

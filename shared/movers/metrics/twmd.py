@@ -34,12 +34,12 @@ from torch import Tensor
 
 from .._validation import check_choice, check_number, check_pairs
 from ..guards import check_encoder_inputs
-from ..centering import CENTERINGS, Centering, CenteringSpec, centring_means
+from ..centering import CENTERINGS, Centering, CenteringSpec, centring_means, corpus_sums, means_of
 from ..distributed import current_scope
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
 from ..histogram import Alignment, Histogram, unit_rows
-from ..references import ReferenceGroups
+from ..references import CHUNK, ReferenceGroups, segment_chunks
 from ..result import Scores
 from ..scoring_options import with_scoring_options
 from .. import progress
@@ -78,7 +78,7 @@ class TwmdCentering(Centering):
         encoder = _resolve_encoder(name, model, layer, device, long_texts, encoder)
         cand, ref, _, _ = _kept_vectors(encoder, preds, ReferenceGroups.of(refs).flat, PRESETS[preset], batch_size,
                                         verbose)
-        return cls(prediction_mean=torch.cat(cand).mean(0), reference_mean=torch.cat(ref).mean(0),
+        return cls(prediction_mean=torch.cat(cand).double().mean(0), reference_mean=torch.cat(ref).double().mean(0),
                    model=encoder.name, layer=encoder.layer_label, preset=preset,
                    n_tokens=(sum(len(x) for x in cand), sum(len(x) for x in ref)))
 
@@ -162,14 +162,20 @@ def twmd_from_embeddings(predictions: Sequence[Tensor], references: Sequence[Ten
     and solved in buckets of similar size (bounded memory); `batch_size` and `device` never change a value.
     """
     kw = {"temperature": temperature, "variant": variant, "iterations": iterations, "relaxed": relaxed}
-    cand = [unit_rows(x if prediction_means is None else x - prediction_means[k]) for k, x in enumerate(predictions)]
-    ref = [unit_rows(y if reference_means is None else y - reference_means[k]) for k, y in enumerate(references)]
-    prec, rec, f1 = [0.0] * len(ref), [0.0] * len(ref), [0.0] * len(ref)
-    plans: list[Alignment | None] = [None] * len(ref)
+
+    def unit(x: Tensor, means: Sequence[Tensor] | None, k: int) -> Tensor:  # float64, per bucket (bounded memory)
+        x = x.to(torch.float64)
+        return unit_rows(x if means is None else x - means[k])
+
+    n_pairs = len(references)
+    prec, rec, f1 = [0.0] * n_pairs, [0.0] * n_pairs, [0.0] * n_pairs
+    plans: list[Alignment | None] = [None] * n_pairs
     bad: list[int] = []
-    side = [max(len(cand[k]), len(ref[k])) for k in range(len(ref))]
-    for chunk in buckets([(side[k], side[k]) for k in range(len(ref))], budget=_CHUNK, max_size=batch_size,
+    side = [max(len(predictions[k]), len(references[k])) for k in range(n_pairs)]
+    for chunk in buckets([(side[k], side[k]) for k in range(n_pairs)], budget=_CHUNK, max_size=batch_size,
                          waste=float("inf")):
+        cand = {k: unit(predictions[k], prediction_means, k) for k in chunk}
+        ref = {k: unit(references[k], reference_means, k) for k in chunk}
         # One padded width for both sides: a text met with itself then gives bitwise the same sums as
         # its self-similarity, so its score is exactly 1.
         both, mask = (t.to(device) for t in pad([cand[k] for k in chunk] + [ref[k] for k in chunk]))
@@ -283,31 +289,66 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     # This process scores segments `part` (all unless distributed or streamed; whole centring batches).
     scope = current_scope()
     part = scope.part(len(preds), multiple=centering_batch if isinstance(centering, str) else 1)
-    local = ReferenceGroups.of(refs[part.start:part.stop])
-    cand, ref, cand_labels, ref_labels = _kept_vectors(encoder, preds[part.start:part.stop], local.flat,
-                                                       PRESETS[preset], batch_size, verbose)
-    empty = [f"predictions[{part.start + i}]" for i, x in enumerate(cand) if len(x) == 0]
-    empty += [f"references[{part.start + local.owner[k]}]" for k, x in enumerate(ref) if len(x) == 0]
+    local_preds, local_refs = preds[part.start:part.stop], refs[part.start:part.stop]
+    local = ReferenceGroups.of(local_refs)
+    keep_first = PRESETS[preset]
+    bb = encoder.backbone
+    start = 0 if keep_first else len(bb.prefix)
+    n_kept = [len(ids) - start - len(bb.suffix) for ids in encoder.token_ids(local_preds + local.flat)]
+    empty = [f"predictions[{part.start + i}]" for i in range(len(local_preds)) if n_kept[i] <= 0]
+    empty += [f"references[{part.start + i}]" for k, i in enumerate(local.owner) if n_kept[len(local_preds) + k] <= 0]
     empty = scope.gather(empty)  # every rank raises, or none
     if empty:
         raise ValueError(f"{name}: {', '.join(empty[:5])} must have at least one token to compare with "
                          f"preset={preset!r}, got none.")
-    mu_cand, mu_ref, center_label = centring_means(centering, cand, ref, local.owner, centering_batch,
-                                                   total=scope.total, dim=encoder.vector_size)
+    # Bounded memory: embed and score CHUNK segments at a time (whole centring batches). Corpus centring
+    # needs the means of the whole call first: over several chunks that is one extra encoder pass (sums only).
+    chunks = segment_chunks(len(local_preds), CHUNK, centering_batch if centering == "batch" else 1)
+
+    def kept(chunk: range):
+        group = ReferenceGroups.of(local_refs[chunk.start:chunk.stop])
+        return (*_kept_vectors(encoder, local_preds[chunk.start:chunk.stop], group.flat, keep_first, batch_size,
+                               verbose), group)
+
+    first = None  # the single chunk's vectors, embedded once for the corpus means and the scores
+    if centering == "corpus":
+        if len(chunks) == 1:
+            first = kept(chunks[0])
+            sums = corpus_sums(first[0], first[1], dim=encoder.vector_size)
+        else:
+            sums = torch.zeros(2, encoder.vector_size + 1, dtype=torch.float64)
+            for chunk in chunks:
+                sums += corpus_sums(*kept(chunk)[:2], dim=encoder.vector_size)
+        corpus = Centering(*means_of(scope.total(sums)), encoder.name, encoder.layer_label, preset)
     scope.statistics_done()
-    local_pairs = twmd_from_embeddings(
-        [cand[i] for i in local.owner], ref, temperature=temperature, variant=variant, iterations=iterations,
-        relaxed=relaxed, prediction_means=[mu_cand[i] for i in local.owner],
-        reference_means=[mu_ref[i] for i in local.owner], batch_size=batch_size, device=encoder.device,
-        return_plans=return_plans)
-    progress.pairs_done(len(ref))
-    explained = [] if not return_plans else [
-        Explanation.of(name, _uniform(cand_labels[i]), _uniform(ref_labels[k]), alignment,
-                       cost_label="1 - cos (centred)" if center_label != "none" else "1 - cos")
-        for k, (i, alignment) in enumerate(zip(local.owner, local_pairs.alignments))]
+    local_pairs = TwmdPairs([], [], [], [], [] if return_plans else None)
+    explained: list[Explanation] = []
+    center_label = "corpus" if centering == "corpus" else centring_means(centering, [], [], [], centering_batch,
+                                                                         dim=encoder.vector_size)[2]
+    for chunk in chunks:
+        cand, ref, cand_labels, ref_labels, group = first if first is not None else kept(chunk)
+        first = None
+        mu_cand, mu_ref, _ = centring_means(corpus if centering == "corpus" else centering, cand, ref, group.owner,
+                                            centering_batch, dim=encoder.vector_size)
+        solved = twmd_from_embeddings(
+            [cand[i] for i in group.owner], ref, temperature=temperature, variant=variant, iterations=iterations,
+            relaxed=relaxed, prediction_means=[mu_cand[i] for i in group.owner],
+            reference_means=[mu_ref[i] for i in group.owner], batch_size=batch_size, device=encoder.device,
+            return_plans=return_plans)
+        progress.pairs_done(len(ref))
+        offset = len(local_pairs.f1)
+        local_pairs.precision.extend(solved.precision)
+        local_pairs.recall.extend(solved.recall)
+        local_pairs.f1.extend(solved.f1)
+        local_pairs.degenerate.extend(offset + k for k in solved.degenerate)
+        if return_plans:
+            local_pairs.alignments.extend(solved.alignments)
+            explained += [Explanation.of(name, _uniform(cand_labels[i]), _uniform(ref_labels[k]), alignment,
+                                         cost_label="1 - cos (centred)" if center_label != "none" else "1 - cos")
+                          for k, (i, alignment) in enumerate(zip(group.owner, solved.alignments))]
     bad = set(local_pairs.degenerate)
     rows = scope.gather(list(zip(local_pairs.precision, local_pairs.recall, local_pairs.f1,
-                                 [k in bad for k in range(len(ref))])))
+                                 [k in bad for k in range(len(local_pairs.f1))])))
     pairs = TwmdPairs([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                       [k for k, r in enumerate(rows) if r[3]])
     explained = scope.gather(explained)
@@ -364,13 +405,14 @@ def _resolve_encoder(name: str, model: str | None, layer: int | None, device: st
 
 def _kept_vectors(encoder: Encoder, preds: list[str], refs: list[str], keep_first: bool, batch_size: int,
                   verbose: bool) -> tuple[list[Tensor], list[Tensor], list[list[str]], list[list[str]]]:
-    """float64 token vectors of the kept positions: [leading specials if `keep_first`] + content, and
-    their tokens. The original keeps positions 0..len-2 of ``tokenizer.encode(s)`` (use_CLS=True) or 1..len-2.
+    """Token vectors of the kept positions (float32 views of the encoder's output, shared by repeated
+    texts; the formula works in float64): [leading specials if `keep_first`] + content, and their tokens.
+    The original keeps positions 0..len-2 of ``tokenizer.encode(s)`` (use_CLS=True) or 1..len-2.
     """
     bb = encoder.backbone
     start = 0 if keep_first else len(bb.prefix)
     emb = encoder.embed(preds + refs, batch_size=batch_size, verbose=verbose)
-    kept = [v[start: v.shape[0] - len(bb.suffix)].to(torch.float64) for v in emb.vectors]
+    kept = [v[start: v.shape[0] - len(bb.suffix)] for v in emb.vectors]
     tokens = [t[start: len(t) - len(bb.suffix)] for t in emb.tokens]
     n = len(preds)
     return kept[:n], kept[n:], tokens[:n], tokens[n:]
