@@ -7,9 +7,10 @@ Each measurement runs in a fresh subprocess (peak RSS = the child's ``ru_maxrss`
 Python interpreter, torch and the loaded encoder). The ``size x`` corpus is the first ``base`` pairs of
 WMT15/16 (development) repeated ``size`` times, so that only the corpus size changes, not the longest
 text (the encoder's activations grow with the longest batch; ``--distinct`` takes the first
-``base x size`` distinct pairs instead, cycling the 4,240 beyond that), read through :func:`movers.score_stream` in
-blocks of ``--block-size`` pairs, with the call-level statistics on (per-call IDF for MoverScore and
-Lazy-EMD, batch centring for TWMD). ``call`` is one plain call on the base corpus; ``bert-score`` is
+``base x size`` distinct pairs instead, cycling the 4,240 beyond that), read through
+:func:`movers.score_stream` in blocks of ``--block-size`` pairs, with the call-level statistics on
+(per-call IDF for MoverScore and Lazy-EMD, batch centring for TWMD). ``call`` is one plain call on the
+base corpus (``--call-sizes``: also on its multiples, built the same way); ``bert-score`` is
 ``bert_score.score`` on the same base pairs with the same encoder (bundled MiniLM, last layer).
 Throughput: pairs per second of one plain call on the base corpus, in 1 process and under torchrun
 with N processes (:func:`movers.distributed_scoring`, gloo, one thread each), timed on rank 0 from a
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--metric", action="append", choices=list(OPTIONS), help="repeatable; default: all six")
     p.add_argument("--base", type=int, default=200, help="pairs in the 1x corpus (default 200)")
     p.add_argument("--sizes", default="1,10", help="multiples of the base to stream (default 1,10)")
+    p.add_argument("--call-sizes", default="1", help="multiples of the base to score in one plain call (default 1)")
     p.add_argument("--block-size", type=int, default=100)
     p.add_argument("--processes", default="1,2", help="process counts for throughput ('' to skip)")
     p.add_argument("--distinct", action="store_true", help="distinct pairs instead of the base repeated")
@@ -158,11 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     metrics = args.metric or list(OPTIONS)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    call_sizes = [int(s) for s in args.call_sizes.split(",") if s]
     procs = [int(s) for s in args.processes.split(",") if s]
     rows: list[dict[str, Any]] = []
     for metric in metrics:
         row: dict[str, Any] = {"metric": metric, "options": OPTIONS[metric]}
-        row["call"] = _run(["call", metric, str(args.base), "0"])["peak_rss_mb"]
+        for size in call_sizes:
+            run = _run(["call", metric, str(args.base * size), "0", "0" if args.distinct else str(args.base)])
+            row["call" if size == 1 else f"call_{size}x"] = run["peak_rss_mb"]
         for size in sizes:
             run = _run(["stream", metric, str(args.base * size), str(args.block_size),
                         "0" if args.distinct else str(args.base)])
@@ -173,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
     bert = None if args.no_bertscore else _run(["bertscore", "moverscore", str(args.base), "0"])["peak_rss_mb"]
-    print(_table(rows, sizes, procs, bert, args))
+    print(_table(rows, sizes, call_sizes, procs, bert, args))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"base": args.base, "block_size": args.block_size, "rows": rows, "bertscore_mb": bert}, f,
@@ -181,15 +186,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _table(rows, sizes, procs, bert, args) -> str:
-    head = (["metric", f"call {args.base}"] + [f"stream {args.base * s}" for s in sizes]
-            + (["max/min"] if len(sizes) > 1 else []) + [f"pairs/s {n}p" for n in procs])
+def _table(rows, sizes, call_sizes, procs, bert, args) -> str:
+    head = (["metric"] + [f"call {args.base * s}" for s in call_sizes] + [f"stream {args.base * s}" for s in sizes]
+            + (["max/min"] if len(sizes) + len(call_sizes) > 1 else []) + [f"pairs/s {n}p" for n in procs])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
-        stream = [row[f"stream_{s}x"] for s in sizes]
-        cells = [row["metric"], f"{row['call']:.0f} MB"] + [f"{v:.0f} MB" for v in stream]
-        if len(sizes) > 1:
-            cells.append(f"{max(stream) / min(stream):.2f}")
+        peaks = [row["call" if s == 1 else f"call_{s}x"] for s in call_sizes] + [row[f"stream_{s}x"] for s in sizes]
+        cells = [row["metric"]] + [f"{v:.0f} MB" for v in peaks]
+        if len(peaks) > 1:
+            cells.append(f"{max(peaks) / min(peaks):.2f}")
         cells += [f"{row[f'pairs_per_s_{n}p']:.1f}" for n in procs]
         lines.append("| " + " | ".join(cells) + " |")
     if bert is not None:
