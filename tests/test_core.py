@@ -100,6 +100,7 @@ def test_embed_dedupes_and_restores_input_order():
     assert out.tokens[0] == out.tokens[2] and out.tokens[1][0] == "[CLS]" and out.tokens[1][-1] == "[SEP]"
     assert out.tokens[1][1:-1] == ["a", "dog", "."] and out.special[1] == [True, False, False, False, True]
     torch.testing.assert_close(out.vectors[0], out.vectors[2], rtol=0, atol=0)
+    assert list(enc.iter_token_ids(TEXTS, chunk=2)) == enc.token_ids(TEXTS) == [list(x) for x in out.ids]
     single = [enc.embed([t], batch_size=1).vectors[0] for t in TEXTS]
     for got, want in zip(out.vectors, single):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=0)

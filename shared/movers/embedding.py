@@ -343,6 +343,12 @@ class Encoder:
         span = bb.window - len(bb.prefix) - len(bb.suffix)
         return [bb.with_specials(ids[:span] if self.long_texts == "truncate" else ids) for ids in self.tokenize(texts)]
 
+    def iter_token_ids(self, texts: Sequence[str], *, chunk: int = 4096) -> Iterator[list[int]]:
+        """:meth:`token_ids` text by text, tokenising `chunk` texts at a time: memory stays bounded by the
+        chunk for any number of texts (the guards and per-call IDF read a whole call this way)."""
+        for start in range(0, len(texts), chunk):
+            yield from self.token_ids(texts[start:start + chunk])
+
     def embed(self, texts: Sequence[str], *, batch_size: int = 64, verbose: bool = False) -> TokenEmbeddings:
         """Embed `texts` (deduplicated, sorted by length, batched); results in input order.
 

@@ -51,26 +51,30 @@ def check_encoder_inputs(metric: str, encoder, predictions: Sequence[str], refer
     backbone = encoder.backbone
     tokenizer, lead, tail = backbone.tokenizer, len(backbone.prefix), len(backbone.suffix)
     unk = getattr(tokenizer, "unk_token_id", None)
-    ids = encoder.token_ids(list(predictions) + flat)
-    labels = text_labels(len(predictions), references)
-    content, filtered_out = [], []
-    for label, seq in zip(labels, ids):
-        inner = range(lead, len(seq) - tail)
-        real = [p for p in inner if seq[p] != unk]
-        content.append(bool(real))
-        if real and kept is not None:
+    # Text by text, keeping only lengths and flags (memory bounded for any call size); labels on demand.
+    lengths, empty, filtered = [], [], []
+    for j, seq in enumerate(encoder.iter_token_ids(list(predictions) + flat)):
+        lengths.append(len(seq))
+        real = [p for p in range(lead, len(seq) - tail) if seq[p] != unk]
+        if not real:
+            empty.append(j)
+        elif kept is not None:
             keep = set(kept(tokenizer.convert_ids_to_tokens(seq)))
             if not any(p in keep for p in real):
-                filtered_out.append(label)
-    check_content(metric, labels, content)
+                filtered.append(j)
+    if empty or filtered:
+        labels = text_labels(len(predictions), references)
+        check_content(metric, [labels[j] for j in empty], [False] * len(empty))
+        filtered_out = [labels[j] for j in filtered]
+    else:
+        filtered_out = []
     n_pred = len(predictions)
-    owner = [i for i, group in enumerate(references) for _ in group]
-    problems = []
-    for k, i in enumerate(owner):
-        n, m = len(ids[i]), len(ids[n_pred + k])
-        side = max(n, m) if self_normalised else None
-        problems.append((f"segment {i}", side or n, side or m))
-    check_transport_size(metric, problems)
+    owner = (i for i, group in enumerate(references) for _ in group)
+    worst = max(((i, *((max(lengths[i], lengths[n_pred + k]),) * 2 if self_normalised
+                       else (lengths[i], lengths[n_pred + k])))
+                 for k, i in enumerate(owner)), key=lambda p: p[1] * p[2], default=None)
+    if worst is not None:
+        check_transport_size(metric, [(f"segment {worst[0]}", worst[1], worst[2])])
     return filtered_out
 
 

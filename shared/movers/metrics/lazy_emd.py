@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence, Union
+from typing import Any, Callable, Iterable, Literal, Sequence, Union
 
 import numpy as np
 import torch
@@ -229,7 +229,7 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     scope = current_scope()
     part = scope.part(len(preds), multiple=centering_batch if centering == "batch" else 1)
     local_preds, local = preds[part.start:part.stop], ReferenceGroups.of(refs[part.start:part.stop])
-    table, idf_label = _resolve_idf(name, idf, lambda: encoder.token_ids(local.flat), encoder.name)
+    table, idf_label = _resolve_idf(name, idf, lambda: encoder.iter_token_ids(local.flat), encoder.name)
     # Bounded memory: embed and solve CHUNK segments at a time (whole centring batches). Corpus centring
     # needs the means of the whole call first: over several chunks that is one extra encoder pass (sums only).
     chunks = segment_chunks(len(local_preds), CHUNK, centering_batch if centering == "batch" else 1)
@@ -376,7 +376,7 @@ def _resolve_mask(name: str, mask: MaskSpec, preset: Preset) -> float | None:
     return float(mask)
 
 
-def _resolve_idf(name: str, idf: IdfSpec, ref_ids: Callable[[], list[list[int]]],
+def _resolve_idf(name: str, idf: IdfSpec, ref_ids: Callable[[], Iterable[list[int]]],
                  tokenizer: str) -> tuple[Idf | None, str]:
     """(table, signature label); None = uniform masses. `ref_ids`: the references' token ids, on demand."""
     if idf is False:

@@ -370,8 +370,8 @@ def _resolve_idf(name: str, idf: IdfSpec, encoder: Encoder, refs: list[str],
     if idf is False:
         return None, None, "none"
     if idf is True:
-        tables = (call_idf(encoder.token_ids(refs), tokenizer=encoder.name),
-                  call_idf(encoder.token_ids(preds), tokenizer=encoder.name))
+        tables = (call_idf(encoder.iter_token_ids(refs), tokenizer=encoder.name),
+                  call_idf(encoder.iter_token_ids(preds), tokenizer=encoder.name))
         if min(t.n_docs for t in tables) == 1:
             warnings.warn(f"{name}: idf=True computes IDF from the texts of this call; with a single text "
                           f"every token gets weight 0. Pass idf=False or a fitted movers.Idf table.",

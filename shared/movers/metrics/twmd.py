@@ -294,7 +294,7 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     keep_first = PRESETS[preset]
     bb = encoder.backbone
     start = 0 if keep_first else len(bb.prefix)
-    n_kept = [len(ids) - start - len(bb.suffix) for ids in encoder.token_ids(local_preds + local.flat)]
+    n_kept = [len(ids) - start - len(bb.suffix) for ids in encoder.iter_token_ids(local_preds + local.flat)]
     empty = [f"predictions[{part.start + i}]" for i in range(len(local_preds)) if n_kept[i] <= 0]
     empty += [f"references[{part.start + i}]" for k, i in enumerate(local.owner) if n_kept[len(local_preds) + k] <= 0]
     empty = scope.gather(empty)  # every rank raises, or none
