@@ -286,6 +286,7 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
                 pair = Alignment(score=part_solved.distances[k], distance=part_solved.distances[k],
                                  cost=part_solved.costs[k], plan=part_solved.plans[k])
                 alignments.append(Explanation.of(name, hyp_sides[i], ref_sides[k], pair, cost_label="1 - cos"))
+        del hyp, ref, hyp_vecs, ref_vecs, hyp_sides, ref_sides, part_solved  # before the next chunk is embedded
     alignments = scope.gather(alignments)
     pairs = LazyEmdPairs(*(scope.gather(values) for values in (solved.distances, solved.converged,
                                                                 solved.iterations)),

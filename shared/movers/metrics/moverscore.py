@@ -279,15 +279,18 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
                                                [kept(ref_emb, k) for k in range(len(chunk.flat))], chunk.owner,
                                                centering_batch)
             center_label = "corpus" if centering == "corpus" else label
-        hyp_sides = [side(hyp_emb, i, idf_hyp, mu_h[i]) for i in range(len(chunk_preds))]
+        hyp_side, current = None, -1  # one prediction's histogram at a time (its references follow it)
         for k, i in enumerate(chunk.owner):
+            if i != current:
+                hyp_side, current = side(hyp_emb, i, idf_hyp, mu_h[i]), i
             ref_side = side(ref_emb, k, idf_ref, mu_r[i])
-            pair = moverscore_from_embeddings(hyp_sides[i], ref_side, cost=cost, transform=transform,
+            pair = moverscore_from_embeddings(hyp_side, ref_side, cost=cost, transform=transform,
                                               return_plan=return_plans)
             pairs.append(pair)
             progress.pairs_done(1)
             if return_plans:
-                alignments.append(Explanation.of(name, hyp_sides[i], ref_side, pair, cost_label=cost))
+                alignments.append(Explanation.of(name, hyp_side, ref_side, pair, cost_label=cost))
+        del emb, hyp_emb, ref_emb, hyp_side, ref_side, mu_h, mu_r  # before the next chunk is embedded
     pairs, alignments = scope.gather(pairs), scope.gather(alignments)
     empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
     if empty:

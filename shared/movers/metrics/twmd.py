@@ -346,6 +346,7 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
             explained += [Explanation.of(name, _uniform(cand_labels[i]), _uniform(ref_labels[k]), alignment,
                                          cost_label="1 - cos (centred)" if center_label != "none" else "1 - cos")
                           for k, (i, alignment) in enumerate(zip(group.owner, solved.alignments))]
+        del cand, ref, mu_cand, mu_ref, solved  # before the next chunk is embedded
     bad = set(local_pairs.degenerate)
     rows = scope.gather(list(zip(local_pairs.precision, local_pairs.recall, local_pairs.f1,
                                  [k in bad for k in range(len(local_pairs.f1))])))
