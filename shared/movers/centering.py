@@ -24,12 +24,12 @@ import hashlib
 import importlib
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Sequence, Union
+from typing import Any, Callable, Literal, Sequence, Union
 
 import torch
 from torch import Tensor
 
-__all__ = ["Centering", "CENTERINGS", "CenteringSpec", "centring_means", "corpus_means", "corpus_sums", "means_of", "check_centering", "fit_centering"]
+__all__ = ["Centering", "CENTERINGS", "CenteringSpec", "centring_means", "corpus_means", "corpus_sums", "means_of", "chunked_corpus_means", "check_centering", "fit_centering"]
 
 CENTERINGS = ("batch", "corpus", "none")
 
@@ -87,6 +87,23 @@ def corpus_sums(predictions: Sequence[Tensor], references: Sequence[Tensor], *, 
             sums[row, :dim] += x.sum(0, dtype=torch.float64)
             sums[row, dim] += x.shape[0]
     return sums
+
+
+def chunked_corpus_means(chunks: Sequence[range], load: Callable[[range], Any],
+                         vectors: Callable[[Any], tuple[Sequence[Tensor], Sequence[Tensor]]], *,
+                         total: Callable[[Tensor], Tensor], dim: int) -> tuple[tuple[Tensor, Tensor], Any]:
+    """Corpus means of a call read a chunk at a time (memory of one chunk): ``load(chunk)`` embeds a chunk,
+    ``vectors(data)`` gives its (prediction, reference) token vectors, and `total` adds their sums up over
+    the scope (ranks, stream blocks). Returns the means and, when there is a single chunk, its loaded data,
+    so that the caller scores it without embedding it again (None otherwise)."""
+    sums = torch.zeros(2, dim + 1, dtype=torch.float64)
+    first = None
+    for chunk in chunks:
+        data = load(chunk)
+        sums += corpus_sums(*vectors(data), dim=dim)
+        first = data if len(chunks) == 1 else None
+        del data  # before the next chunk is loaded
+    return means_of(total(sums)), first
 
 
 def means_of(sums: Tensor) -> tuple[Tensor, Tensor]:

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from .._validation import check_choice, check_number, check_pairs
-from ..centering import Centering, CenteringSpec, centring_means, check_centering, corpus_sums, means_of
+from ..centering import Centering, CenteringSpec, centring_means, check_centering, chunked_corpus_means
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation, plot_explanation
 from ..guards import check_encoder_inputs
@@ -242,14 +242,11 @@ def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Se
     def real(hyp, ref, group):
         return [_real(hyp, i) for i in range(len(hyp))], [_real(ref, k) for k in range(len(group.flat))]
 
-    first = None  # the single chunk's embeddings, used once for the corpus means and the scores
+    first = None  # a single chunk's embeddings, used once for the corpus means and the scores
     if centering == "corpus":
-        sums = torch.zeros(2, encoder.vector_size + 1, dtype=torch.float64)
-        for chunk in chunks:
-            out = embedded(chunk)
-            first = out if len(chunks) == 1 else None
-            sums += corpus_sums(*real(*out), dim=encoder.vector_size)
-        corpus = Centering(*means_of(scope.total(sums)), encoder.name, encoder.layer_label, _KEPT_LABEL)
+        means, first = chunked_corpus_means(chunks, embedded, lambda data: real(*data), total=scope.total,
+                                            dim=encoder.vector_size)
+        corpus = Centering(*means, encoder.name, encoder.layer_label, _KEPT_LABEL)
     scope.statistics_done()
     mode = corpus if centering == "corpus" else centering
     center_label = "corpus" if centering == "corpus" else centring_means(mode, [], [], [], centering_batch,

@@ -37,7 +37,7 @@ import torch
 from scipy.spatial.distance import cdist
 
 from .._validation import check_choice, check_number, check_pairs
-from ..centering import Centering, CenteringSpec, centring_means, check_centering, corpus_sums, means_of
+from ..centering import Centering, CenteringSpec, centring_means, check_centering, chunked_corpus_means
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
 from ..filters import PUNCTUATION, resolve_stopwords, subword_mask
@@ -253,13 +253,14 @@ def moverscore(predictions: Sequence[str], references: Sequence[str] | Sequence[
     center_label = centering.label if fixed else str(centering)
     whole_in_one = type(scope) is Scope and len(chunks) <= 1
     if centering == "corpus" and not whole_in_one:
-        sums = torch.zeros(2, encoder.vector_size + 1, dtype=torch.float64)
-        for chunk in chunks:  # sums only, a chunk at a time
+        def vectors(chunk: range):  # sums only: kept vectors, a chunk at a time
             start, stop = part.start + chunk.start, part.start + chunk.stop
-            cand, ref = _centring_vectors(preds[start:stop], refs[start:stop], encoder=encoder, n_gram=n_gram,
-                                          batch_size=batch_size, verbose=verbose, **filters)[:2]
-            sums += corpus_sums(cand, ref, dim=encoder.vector_size)
-        fixed = Centering(*means_of(scope.total(sums)), encoder.name, encoder.layer_label, kept_label)
+            return _centring_vectors(preds[start:stop], refs[start:stop], encoder=encoder, n_gram=n_gram,
+                                     batch_size=batch_size, verbose=verbose, **filters)[:2]
+
+        means, _ = chunked_corpus_means(chunks, vectors, lambda data: data, total=scope.total,
+                                        dim=encoder.vector_size)
+        fixed = Centering(*means, encoder.name, encoder.layer_label, kept_label)
     scope.statistics_done()
 
     pairs: list[Alignment] = []

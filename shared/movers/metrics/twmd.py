@@ -34,7 +34,7 @@ from torch import Tensor
 
 from .._validation import check_choice, check_number, check_pairs
 from ..guards import check_encoder_inputs
-from ..centering import CENTERINGS, Centering, CenteringSpec, centring_means, corpus_sums, means_of
+from ..centering import CENTERINGS, Centering, CenteringSpec, centring_means, chunked_corpus_means
 from ..distributed import current_scope
 from ..embedding import Encoder, load_encoder
 from ..explanation import Explanation
@@ -310,16 +310,11 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
         return (*_kept_vectors(encoder, local_preds[chunk.start:chunk.stop], group.flat, keep_first, batch_size,
                                verbose), group)
 
-    first = None  # the single chunk's vectors, embedded once for the corpus means and the scores
+    first = None  # a single chunk's vectors, embedded once for the corpus means and the scores
     if centering == "corpus":
-        if len(chunks) == 1:
-            first = kept(chunks[0])
-            sums = corpus_sums(first[0], first[1], dim=encoder.vector_size)
-        else:
-            sums = torch.zeros(2, encoder.vector_size + 1, dtype=torch.float64)
-            for chunk in chunks:
-                sums += corpus_sums(*kept(chunk)[:2], dim=encoder.vector_size)
-        corpus = Centering(*means_of(scope.total(sums)), encoder.name, encoder.layer_label, preset)
+        means, first = chunked_corpus_means(chunks, kept, lambda data: data[:2], total=scope.total,
+                                            dim=encoder.vector_size)
+        corpus = Centering(*means, encoder.name, encoder.layer_label, preset)
     scope.statistics_done()
     local_pairs = TwmdPairs([], [], [], [], [] if return_plans else None)
     explained: list[Explanation] = []
