@@ -478,3 +478,24 @@ def test_huge_calls_are_scored_in_bounded_chunks(monkeypatch, centering, k):
     assert chunked.signature == whole.signature
     for a, b in zip(sum(chunked.extra["alignments"], []), sum(whole.extra["alignments"], [])):
         np.testing.assert_allclose(a.plan, b.plan, atol=1e-6, rtol=0)
+
+
+class _NoTokenizerView(Encoder):
+    """An encoder that hides `token_ids`, so the tokenizer guard cannot inspect the texts: TWMD's own check
+    on the kept vectors must then refuse a text with no kept token."""
+
+    def __getattribute__(self, name):
+        if name == "token_ids":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+def test_a_text_with_no_kept_token_is_refused_even_without_the_guard(monkeypatch):
+    import movers.metrics.twmd as tw
+
+    monkeypatch.setattr(tw, "CHUNK", 1)  # the empty text is in the second chunk: the first was scored
+    enc = _NoTokenizerView()
+    with pytest.raises(ValueError, match=r"twmd: predictions\[1\] must have at least one token to compare with "
+                                         r"preset='sts', got none"):
+        twmd(["A cat sat.", "\u200b\u200b"], [["A cat sat."], ["A dog."]], preset="sts", centering="none",
+             encoder=enc)

@@ -292,15 +292,6 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     local_preds, local_refs = preds[part.start:part.stop], refs[part.start:part.stop]
     local = ReferenceGroups.of(local_refs)
     keep_first = PRESETS[preset]
-    bb = encoder.backbone
-    start = 0 if keep_first else len(bb.prefix)
-    n_kept = [len(ids) - start - len(bb.suffix) for ids in encoder.iter_token_ids(local_preds + local.flat)]
-    empty = [f"predictions[{part.start + i}]" for i in range(len(local_preds)) if n_kept[i] <= 0]
-    empty += [f"references[{part.start + i}]" for k, i in enumerate(local.owner) if n_kept[len(local_preds) + k] <= 0]
-    empty = scope.gather(empty)  # every rank raises, or none
-    if empty:
-        raise ValueError(f"{name}: {', '.join(empty[:5])} must have at least one token to compare with "
-                         f"preset={preset!r}, got none.")
     # Bounded memory: embed and score CHUNK segments at a time (whole centring batches). Corpus centring
     # needs the means of the whole call first: over several chunks that is one extra encoder pass (sums only).
     chunks = segment_chunks(len(local_preds), CHUNK, centering_batch if centering == "batch" else 1)
@@ -320,9 +311,15 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
     explained: list[Explanation] = []
     center_label = "corpus" if centering == "corpus" else centring_means(centering, [], [], [], centering_batch,
                                                                          dim=encoder.vector_size)[2]
+    empty: list[str] = []  # texts with no kept token (the guard above catches them for any tokenizer encoder)
     for chunk in chunks:
         cand, ref, cand_labels, ref_labels, group = first if first is not None else kept(chunk)
         first = None
+        at = part.start + chunk.start
+        empty += [f"predictions[{at + i}]" for i, x in enumerate(cand) if len(x) == 0]
+        empty += [f"references[{at + group.owner[k]}]" for k, x in enumerate(ref) if len(x) == 0]
+        if empty:
+            break  # raised below, on every rank at once
         mu_cand, mu_ref, _ = centring_means(corpus if centering == "corpus" else centering, cand, ref, group.owner,
                                             centering_batch, dim=encoder.vector_size)
         solved = twmd_from_embeddings(
@@ -342,6 +339,10 @@ def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequen
                                          cost_label="1 - cos (centred)" if center_label != "none" else "1 - cos")
                           for k, (i, alignment) in enumerate(zip(group.owner, solved.alignments))]
         del cand, ref, mu_cand, mu_ref, solved  # before the next chunk is embedded
+    empty = scope.gather(empty)  # every rank raises, or none
+    if empty:
+        raise ValueError(f"{name}: {', '.join(empty[:5])} must have at least one token to compare with "
+                         f"preset={preset!r}, got none.")
     bad = set(local_pairs.degenerate)
     rows = scope.gather(list(zip(local_pairs.precision, local_pairs.recall, local_pairs.f1,
                                  [k in bad for k in range(len(local_pairs.f1))])))
