@@ -12,7 +12,7 @@ problems too large for memory.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 __all__ = ["MAX_TRANSPORT_ENTRIES", "check_content", "check_transport_size", "check_encoder_inputs", "text_labels"]
 
@@ -69,12 +69,13 @@ def check_encoder_inputs(metric: str, encoder, predictions: Sequence[str], refer
     else:
         filtered_out = []
     n_pred = len(predictions)
+
+    def problem(k: int, i: int) -> tuple[str, int, int]:
+        n, m = lengths[i], lengths[n_pred + k]
+        return (f"segment {i}", *((max(n, m),) * 2 if self_normalised else (n, m)))
+
     owner = (i for i, group in enumerate(references) for _ in group)
-    worst = max(((i, *((max(lengths[i], lengths[n_pred + k]),) * 2 if self_normalised
-                       else (lengths[i], lengths[n_pred + k])))
-                 for k, i in enumerate(owner)), key=lambda p: p[1] * p[2], default=None)
-    if worst is not None:
-        check_transport_size(metric, [(f"segment {worst[0]}", worst[1], worst[2])])
+    check_transport_size(metric, (problem(k, i) for k, i in enumerate(owner)))  # one problem at a time
     return filtered_out
 
 
@@ -92,7 +93,7 @@ def check_content(metric: str, labels: Sequence[str], has_content: Sequence[bool
         f"placeholder.")
 
 
-def check_transport_size(metric: str, problems: Sequence[tuple[str, int, int]],
+def check_transport_size(metric: str, problems: Iterable[tuple[str, int, int]],
                          limit: int | None = None) -> None:
     """Raise ValueError when one problem ``(label, n, m)`` has ``n·m`` above `limit`
     (default :data:`MAX_TRANSPORT_ENTRIES`, read at call time)."""
