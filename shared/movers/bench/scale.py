@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         row: dict[str, Any] = {"metric": metric, "options": OPTIONS[metric]}
         for size in call_sizes:
             run = _run(["call", metric, str(args.base * size), "0", "0" if args.distinct else str(args.base)])
-            row["call" if size == 1 else f"call_{size}x"] = run["peak_rss_mb"]
+            row[_call_key(size)] = run["peak_rss_mb"]
         for size in sizes:
             run = _run(["stream", metric, str(args.base * size), str(args.block_size),
                         "0" if args.distinct else str(args.base)])
@@ -186,12 +186,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _call_key(size: int) -> str:
+    """The JSON key of a plain call's peak: "call" at the base size (as before --call-sizes), else call_<n>x."""
+    return "call" if size == 1 else f"call_{size}x"
+
+
 def _table(rows, sizes, call_sizes, procs, bert, args) -> str:
     head = (["metric"] + [f"call {args.base * s}" for s in call_sizes] + [f"stream {args.base * s}" for s in sizes]
             + (["max/min"] if len(sizes) + len(call_sizes) > 1 else []) + [f"pairs/s {n}p" for n in procs])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
-        peaks = [row["call" if s == 1 else f"call_{s}x"] for s in call_sizes] + [row[f"stream_{s}x"] for s in sizes]
+        peaks = [row[_call_key(s)] for s in call_sizes] + [row[f"stream_{s}x"] for s in sizes]
         cells = [row["metric"]] + [f"{v:.0f} MB" for v in peaks]
         if len(peaks) > 1:
             cells.append(f"{max(peaks) / min(peaks):.2f}")
