@@ -14,7 +14,7 @@ Rules asserted here (each card states its own):
   not know, e.g. CJK or Arabic); ΔBLEU counts n-grams of whatever sacreBLEU's tokenizer yields;
 * identical texts: the best score (Lazy-EMD: the measured bound of its entropic plan);
 * invalid or unknown options, unknown models, CUDA on a machine without it: named errors;
-* huge texts: a ValueError naming movers.guards.MAX_TRANSPORT_ENTRIES before the model runs, or a
+* huge texts: a ValueError naming movers.text.guards.MAX_TRANSPORT_ENTRIES before the model runs, or a
   score within a memory limit (subprocess under RLIMIT_AS).
 """
 from __future__ import annotations

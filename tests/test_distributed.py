@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from movers.distributed import ProcessGroupScope, Scope, distributed_scoring, shard_bounds
+from movers.core.scope import ProcessGroupScope, Scope, distributed_scoring, shard_bounds
 
 from .conftest import DATA, REPO
 

@@ -135,7 +135,7 @@ def test_readme_trainer_compute_metrics_pattern():
     import numpy as np
     import transformers
 
-    from movers.embedding import _resolve_model
+    from movers.text.embedding import _resolve_model
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(_resolve_model(None)[0])
     ids = np.array(tokenizer(["the cat sat on the mat .", "a dog ran ."], padding=True)["input_ids"])

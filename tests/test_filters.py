@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from movers import filters
+from movers.text import filters
 
 from .conftest import data_path
 

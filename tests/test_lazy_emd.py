@@ -14,10 +14,11 @@ import torch
 
 import movers
 from movers.bench.speed_lazy_emd import original_sinkhorn
-from movers.embedding import Encoder
-from movers.idf import idf_from_ids
-from movers.metrics.lazy_emd import MASK_THRESHOLD, PRESETS, lazy_emd, lazy_emd_plot
-from movers.transport import unbalanced_sinkhorn_batch
+from movers.text.embedding import Encoder
+from movers.text.idf import idf_from_ids
+from movers import lazy_emd, lazy_emd_plot
+from movers.metrics.lazy_emd import MASK_THRESHOLD, PRESETS
+from movers.core.transport import unbalanced_sinkhorn_batch
 
 from .conftest import ATOL_MODEL, ATOL_SINKHORN, REPO, reference_records
 
@@ -114,7 +115,7 @@ def test_translation_step_is_the_exact_dual_maximiser(reg_a, reg_b):
     zero-mass entries (-inf) that must stay -inf."""
     from ot.backend import NumpyBackend
 
-    from movers.transport import _translate
+    from movers.core.transport.unbalanced import _translate
 
     eps = 0.009
     rng = np.random.default_rng(5)
@@ -348,7 +349,7 @@ def test_precision_and_recall_limits_on_real_pairs():
     bertscore_L6_idf-off has one such record here, stsb.dev.453: +1.4e-4 on P).
     """
     bert_score = pytest.importorskip("bert_score")
-    from movers.embedding import _resolve_model
+    from movers.text.embedding import _resolve_model
 
     records = reference_records("bertscore_L6_idf-off")[::4]
     preds, refs = [r["hypothesis"] for r in records], [r["reference"] for r in records]
@@ -505,7 +506,7 @@ def test_module_defaults_match_the_core():
             continue
         assert name in core, name
         assert param.default == core[name].default, name
-    assert set(core) - set(wrapper) == {"encoder", "return_plans"}
+    assert set(core) | {"self"} == set(wrapper)  # the module forwards every option of the one declaration
     assert math.isinf(INF)
 
 
@@ -542,7 +543,8 @@ def test_torch_iterations_equal_the_numpy_iterations(accelerate, reg_a, reg_b):
     CI has no GPU, so the torch path is run here on CPU tensors: same iteration counts, same scalings."""
     from ot.backend import NumpyBackend, TorchBackend
 
-    from movers.transport import _log_mass, _uot_iterations
+    from movers.core.transport.common import log_mass as _log_mass
+    from movers.core.transport.unbalanced import _uot_iterations
 
     a, b, c, va, vb = _batch([_problem(60 + s, n, m) for s, (n, m) in enumerate([(7, 9), (12, 5), (4, 4)])])
     results = []
@@ -568,8 +570,8 @@ def test_torch_iterations_equal_the_numpy_iterations(accelerate, reg_a, reg_b):
 def test_huge_calls_are_scored_in_bounded_chunks(monkeypatch, centering, k):
     """Embedding and transport run CHUNK segments at a time (whole centring batches); per-call IDF covers
     the whole call and corpus centring takes its means in a first pass: the same scores as one chunk."""
-    import movers.metrics.lazy_emd as le
-    from movers.embedding import Encoder
+    import movers.pipeline.embedding as pipeline
+    from movers.text.embedding import Encoder
 
     preds = ["The cat sat on the mat.", "A dog barked loudly at night.", "Stocks fell sharply on Monday.",
              "He plays the guitar.", "The meeting was postponed.", "Rain is expected tomorrow."]
@@ -579,7 +581,7 @@ def test_huge_calls_are_scored_in_bounded_chunks(monkeypatch, centering, k):
     options = dict(centering=centering, centering_batch=k, idf=True, return_plans=True)
     whole = lazy_emd(preds, refs, **options)
     calls = []
-    monkeypatch.setattr(le, "CHUNK", 1)
+    monkeypatch.setattr(pipeline, "CHUNK", 1)
     monkeypatch.setattr(Encoder, "embed", lambda self, texts, f=Encoder.embed, **kw: calls.append(len(texts)) or
                         f(self, texts, **kw))
     chunked = lazy_emd(preds, refs, **options)

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 import movers
-from movers.embedding import TokenEmbeddings, power_means
-from movers.metrics.moverscore import PRESETS, moverscore
-from movers.signature import library_versions
+from movers.text.embedding import TokenEmbeddings, power_means
+from movers import moverscore
+from movers.metrics.moverscore import PRESETS
+from movers.core.signature import library_versions
 
 from .conftest import ATOL_IDENTICAL, ATOL_MODEL, groups, reference_records
 
@@ -119,10 +120,10 @@ def test_batch_size_and_order_do_not_change_scores():
 def test_huge_corpora_are_scored_in_bounded_chunks(monkeypatch, centering):
     """IDF covers the whole call; embedding and transport run CHUNK segments at a time (corpus centring:
     its sums a chunk at a time first)."""
-    import movers.metrics.moverscore as ms
+    import movers.pipeline.embedding as pipeline
 
     whole = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], idf=True, batch_size=4, centering=centering)
-    monkeypatch.setattr(ms, "CHUNK", 1)
+    monkeypatch.setattr(pipeline, "CHUNK", 1)
     chunked = moverscore(HYPS, [[r, h] for r, h in zip(REFS, HYPS)], idf=True, batch_size=4, centering=centering)
     np.testing.assert_allclose(chunked.scores, whole.scores, atol=1e-6, rtol=0)
     assert chunked.signature == whole.signature
@@ -139,7 +140,7 @@ def test_fitted_idf_makes_sharded_scoring_identical():
 
 def test_idf_is_computed_per_call_like_the_original():
     """idf = ln((N+1)/(df+1)) over token-id sets incl. specials; unseen ln(N+1) (hand computed)."""
-    table = movers.idf.idf_from_ids([[101, 7, 7, 102], [101, 8, 102], [101, 7, 102]])
+    table = movers.text.idf.idf_from_ids([[101, 7, 7, 102], [101, 8, 102], [101, 7, 102]])
     assert table(101) == 0.0 and table(102) == 0.0
     assert table(7) == pytest.approx(math.log(4 / 3)) and table(8) == pytest.approx(math.log(4 / 2))
     assert table(999) == pytest.approx(math.log(4))
@@ -337,7 +338,7 @@ def test_bad_options_are_rejected(kwargs, exc, match):
 def test_evaluate_module_defaults_match_the_core_function():
     import inspect
 
-    from movers.registry import load
+    from movers.integrations.hub import load
 
     core = inspect.signature(moverscore).parameters
     wrapper = inspect.signature(load("moverscore")._compute).parameters

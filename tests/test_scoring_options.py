@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import movers
-from movers.scoring_options import bundled_baselines
+from movers.pipeline.call import bundled_baselines
 
 from .conftest import DATA
 

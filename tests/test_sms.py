@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import movers
-from movers.filters import stopwords
+from movers.text.filters import stopwords
 from movers.metrics import sms as sms_module
-from movers.sentences import kept_words, split_sentences, tokenize_words
-from movers.signature import library_versions
-from movers.static_vectors import StaticVectors, load_static_vectors
+from movers.text.sentences import kept_words, split_sentences, tokenize_words
+from movers.core.signature import library_versions
+from movers.text.static_vectors import StaticVectors, load_static_vectors
 
 from .conftest import reference_records
 
@@ -314,5 +314,5 @@ def test_module_defaults_match_the_core(slug, core):
     wrapper = {k: p.default for k, p in inspect.signature(cls._compute).parameters.items()
                if k not in ("self", "predictions", "references")}
     function = {k: p.default for k, p in inspect.signature(getattr(movers, core)).parameters.items()
-                if k not in ("predictions", "references", "return_plans")}  # Python objects: API only
+                if k not in ("predictions", "references")}
     assert wrapper == function

@@ -12,7 +12,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from movers.transport import emd, unbalanced_sinkhorn_batch
+from movers.core.transport import emd, unbalanced_sinkhorn_batch
 
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

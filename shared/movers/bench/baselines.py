@@ -24,8 +24,8 @@ CORPUS_ID = "wmt15-16-refs"
 
 def compute(data: str = "wmt15_16_da_seg_toen", pairs: int = 1000, seed: int = 0,
             metrics: tuple[str, ...] | None = None) -> dict:
-    import movers
-    from ..scoring_options import RESCALABLE, _settings
+    from .. import metrics as registry
+    from ..pipeline.call import settings_of
 
     records = load_dataset(data).records
     texts = list(dict.fromkeys(r["references"][0] for r in records))
@@ -35,15 +35,14 @@ def compute(data: str = "wmt15_16_da_seg_toen", pairs: int = 1000, seed: int = 0
     while (same := a == b).any():
         b[same] = rng.integers(0, len(texts), size=int(same.sum()))
     out = {}
-    for metric in metrics or RESCALABLE:
-        function = getattr(movers, metric)
-        formula = getattr(function, "__wrapped_formula__", function)
+    for metric in metrics or [s.slug for s in registry.specs() if s.rescalable]:
         t0 = time.perf_counter()
-        result = formula([texts[i] for i in a], [texts[j] for j in b])
+        result = registry.function(metric)([texts[i] for i in a], [texts[j] for j in b])
         scores = np.asarray(result.scores)
         out[metric] = {"baseline": float(scores.mean()), "std": float(scores.std()), "pairs": pairs, "seed": seed,
                        "corpus_id": CORPUS_ID, "corpus": f"{data}: unique first references ({len(texts)})",
-                       "settings": _settings(result.signature), "signature": result.signature}
+                       "settings": settings_of(result.signature),
+                       "signature": str(result.signature.without("empty", "baseline"))}
         print(f"{metric}: b = {scores.mean():.6f} (std {scores.std():.4f}, {time.perf_counter() - t0:.1f} s)",
               file=sys.stderr)
     return out

@@ -46,7 +46,7 @@ def _bertscore(preds: list[str], refs: list[list[str]], model: str | None = None
                idf: bool = False, batch_size: int = 64) -> list[float]:
     import bert_score
 
-    from ..embedding import _resolve_model
+    from ..text.embedding import _resolve_model
 
     path, _ = _resolve_model(model)
     _, _, f1 = bert_score.score(preds, refs, model_type=path, num_layers=layer, idf=idf, batch_size=batch_size,
@@ -69,7 +69,7 @@ def score_metric(name: str, preds: list[str], refs: list[list[str]], kwargs: dic
     """Per-segment scores of a movers module (via movers.load) or a baseline."""
     if name in BASELINES:
         return BASELINES[name](preds, refs, **kwargs)
-    from ..registry import load
+    from ..integrations.hub import load
 
     module = load(name)
     out = module.compute(predictions=preds, references=refs, **kwargs)

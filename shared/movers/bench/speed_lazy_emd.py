@@ -76,7 +76,7 @@ class OriginalReenactment:
     def __init__(self, model: str | None = None, layer: int = -1) -> None:
         import transformers
 
-        from ..embedding import _resolve_model
+        from ..text.embedding import _resolve_model
 
         transformers.utils.logging.disable_progress_bar()
 
@@ -131,13 +131,14 @@ def _movers_phases(preds: list[str], refs: list[str], *, reg: float, reg_c: floa
     """End-to-end time of movers.lazy_emd, and its two phases timed alone on the same inputs:
     ``Encoder.embed`` of all texts, and the batched solver on the resulting cost matrices (also with
     the plain iterations when `plain`)."""
-    from ..embedding import Encoder
-    from ..histogram import Histogram
+    from .. import metrics as registry
+    from ..core.histogram import Histogram
     from ..metrics import lazy_emd as core
+    from ..text.embedding import Encoder
 
     encoder = Encoder(layer=layer)
     start = time.perf_counter()
-    out = core.lazy_emd(preds, refs, reg=reg, reg_candidate=reg_c, reg_reference=reg_r, encoder=encoder)
+    out = registry.function("lazy_emd")(preds, refs, reg=reg, reg_candidate=reg_c, reg_reference=reg_r, encoder=encoder)
     total = time.perf_counter() - start
     start = time.perf_counter()
     emb = encoder.embed(preds + refs)
@@ -148,7 +149,7 @@ def _movers_phases(preds: list[str], refs: list[str], *, reg: float, reg_c: floa
     times = {"encode": encode, "total": total}
     for key, solver in (("transport", "sinkhorn"), ("transport-plain", "sinkhorn-plain"))[:2 if plain else 1]:
         start = time.perf_counter()  # the formula layer: cost matrices + batched solver + mask
-        core.lazy_emd_from_embeddings(sides[:n], sides[n:], reg=reg, reg_candidate=reg_c, reg_reference=reg_r,
+        core.lazy_emd_from_embeddings(list(zip(sides[:n], sides[n:])), reg=reg, reg_candidate=reg_c, reg_reference=reg_r,
                                       solver=solver, device=encoder.device)
         times[key] = time.perf_counter() - start
     return times, out.scores
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     original = OriginalReenactment(layer=args.layer)
     original.score(preds[0], refs[0], timings={"encode": 0.0, "transport": 0.0}, **kw)  # warm-up
     _movers_phases(preds[:2], refs[:2], layer=args.layer, **kw)  # warm-up (loads the model)
-    from ..embedding import _resolve_model
+    from ..text.embedding import _resolve_model
     from .speed_moverscore import encoder_floor
 
     model_path, _ = _resolve_model(None)

@@ -77,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     quiet_offline()
 
-    from ..embedding import Encoder, _resolve_model, load_backbone
-    from ..metrics.moverscore import moverscore
+    from .. import metrics as registry
+    from ..text.embedding import Encoder, _resolve_model, load_backbone
+
+    moverscore = registry.function("moverscore")
 
     model_path, _ = _resolve_model(args.model)
     preds, refs = workload(args.refs, args.systems)

@@ -53,7 +53,7 @@ def _floor(sentences: list[str], encoder, batch_size: int) -> float:
 
 def _long_pair(n_sentences: int) -> tuple[str, str]:
     """Two documents of `n_sentences` sentences each, cut from SummEval's source articles."""
-    from ..sentences import split_sentences
+    from ..text.sentences import split_sentences
     from .data import data_root
 
     path = data_root() / "summeval" / "summeval_docs.jsonl"
@@ -79,9 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     quiet_offline()
 
-    from ..embedding import Encoder
-    from ..metrics.sms import sms
-    from ..sentences import split_sentences, tokenize_words
+    from .. import metrics as registry
+    from ..text.embedding import Encoder
+    from ..text.sentences import split_sentences, tokenize_words
+
+    sms = registry.function("sms")
 
     preds, refs = workload(args.n, args.refs)
     docs = list(dict.fromkeys(preds + [r for g in refs for r in g]))

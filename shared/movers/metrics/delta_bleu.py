@@ -18,138 +18,236 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Literal, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
 
 from sacrebleu.metrics.bleu import BLEU, BLEUScore
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
-from .._validation import (_describe, check_choice, check_number, check_predictions, check_reference_weights,
-                           normalise_references)
-from ..distributed import current_scope
-from ..result import Scores
-from ..signature import format_signature, library_versions, nrefs_label
+from ..core.options import Widget, option
+from ..core.result import Scores
+from ..core.scope import current_scope
+from ..core.signature import Signature, library_versions, nrefs_label
+from ..core.spec import Example, Inputs, MetricSpec, Output
+from ..core.validation import check_choice, check_reference_weights
 
-__all__ = ["delta_bleu", "HIGHER_IS_BETTER", "VARIANTS", "TOKENIZERS"]
+__all__ = ["DELTA_BLEU", "DeltaBleuOptions", "TOKENIZERS"]
 
-HIGHER_IS_BETTER = True
-VARIANTS = ("paper", "galley")
-SMOOTH_METHODS = tuple(BLEU.SMOOTH_DEFAULTS)  # ('none', 'floor', 'add-k', 'exp')
+
 # sacreBLEU's tokenizers that run offline with sacreBLEU's own dependencies; the SentencePiece ones
 # ('spm', 'flores101', 'flores200', 'spBLEU-1K') download their model at first use, so they are refused.
 _NEEDS_DOWNLOAD = frozenset({"spm", "flores101", "flores200", "spBLEU-1K"})
 TOKENIZERS = tuple(t for t in BLEU.TOKENIZERS if t not in _NEEDS_DOWNLOAD)
 
-_NAME = "delta_bleu"
 _FORK_SMOOTH_VALUE = 0.0  # sacreBLEU 1.4.1's SMOOTH_VALUE_DEFAULT, for 'floor' and 'add-k' alike
 
 
-def delta_bleu(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]],
-               reference_weights: Sequence[float] | Sequence[Sequence[float]] | None = None, *,
-               variant: Literal["paper", "galley"] = "paper", tokenize: str = "13a", lowercase: bool = False,
-               max_ngram_order: int = 4, smooth_method: str = "exp", smooth_value: float | None = None,
-               effective_order: bool = False) -> Scores:
-    """Corpus ΔBLEU and one ΔBLEU per segment (each segment scored as a one-segment corpus), 0-100.
+@dataclass(frozen=True, kw_only=True)
+class DeltaBleuOptions:
+    variant: Literal["paper", "galley"] = option("paper", """"paper" (default: the formula above) or "galley"
+        (Galley's sacreBLEU fork).""")
+    tokenize: str = option("13a", """A sacreBLEU tokenizer: "13a" (default), "intl", "zh", "ja-mecab", "ko-mecab",
+        "char", "none", ... (the SentencePiece ones download a model, so they are refused).""",
+                           widget=Widget("dropdown", ("13a", "intl", "zh", "ja-mecab", "ko-mecab", "char", "none")))
+    lowercase: bool = option(False, "Lowercase hypotheses and references (never the weights).")
+    max_ngram_order: int = option(4, "N; 4 as BLEU (the paper's experiments used 2).", low=1, integer=True)
+    smooth_method: Literal["none", "floor", "add-k", "exp"] = option("exp", """sacreBLEU's smoothing, applied to
+        the weighted counts.""")
+    smooth_value: float | None = option(None, """For "floor" / "add-k"; None = the default of the sacreBLEU the
+        variant follows (paper: 2.x, floor 0.1 / add-k 1; galley: 1.4.1, 0 for both).""", low=0)
+    effective_order: bool = option(False, """Average log precisions only over orders the hypotheses have
+        (sacreBLEU's sentence-level setting); applies to corpus and segment scores alike.""")
 
-    Higher is better. Numerators summed over a corpus (or one segment) that come out negative are set to
-    0 before smoothing, as in Galley's code: matching only negatively rated references scores like
-    matching nothing. Denominators use the segment's largest weight, so each segment needs one w > 0.
-    The brevity penalty takes the closest reference length over all references of a segment (ties to
-    the shorter), whatever their weight, as BLEU and Galley's code do.
 
-    Args:
-        predictions: Hypotheses, one per segment (empty strings allowed, as in sacreBLEU).
-        references: One reference per segment (str) or a non-empty list per segment (ragged allowed).
-        reference_weights: Same shape as `references` (a number where the reference is a str), each
-            in [-1, 1] with at least one > 0 per segment; None = all 1 (plain multi-reference BLEU).
-        variant: "paper" (the formula above) or "galley" (Galley's sacreBLEU fork).
-        tokenize: A sacreBLEU tokenizer name ("13a", "intl", "zh", "char", "none", ...).
-        lowercase: Lowercase hypotheses and references (never the weights).
-        max_ngram_order: N; 4 as BLEU (the paper's experiments used 2).
-        smooth_method, smooth_value: sacreBLEU's smoothing ("exp", "floor", "add-k", "none"), applied
-            to the weighted counts; value None = the default of the sacreBLEU the variant follows
-            (paper: 2.x, floor 0.1 / add-k 1; galley: 1.4.1, 0 for both).
-        effective_order: Average log precisions only over orders the hypotheses have (sacreBLEU's
-            sentence-level setting); applies to corpus and segment scores alike.
-    Returns:
-        :class:`~movers.result.Scores` with ``score`` (corpus ΔBLEU), ``scores`` (per segment,
-        input order), ``signature``, and in ``extra``: ``precisions`` (0-100), ``bp``, ``sys_len``,
-        ``ref_len``, ``counts`` (weighted matches, negative sums set to 0), ``totals`` (weighted counts).
-    Raises:
-        ValueError / TypeError: On malformed inputs or options (the message names the argument and,
-        for weights, the segment index).
+class DeltaBleu(MetricSpec[DeltaBleuOptions]):
+    slug = "delta_bleu"
+    title = "DeltaBLEU"
+    Options = DeltaBleuOptions
+    summary = """ΔBLEU (discriminative BLEU, Galley et al., ACL 2015) is multi-reference BLEU in which every
+        reference carries a human quality weight in [-1, +1]: an n-gram earns the best weighted clipped count
+        over the references that contain it, so matching a good reference is rewarded and matching a bad one
+        penalised. Without weights it is exactly sacreBLEU's multi-reference BLEU. `variant="paper"` (default)
+        follows the paper's formula; `variant="galley"` reproduces Galley's sacreBLEU fork. Scores are 0-100,
+        higher is better; the corpus score comes from the summed statistics, the segment scores from each
+        segment alone."""
+    citation = """\
+@inproceedings{galley-etal-2015-deltableu,
+    title = "delta{BLEU}: A Discriminative Metric for Generation Tasks with Intrinsically Diverse Targets",
+    author = "Galley, Michel and Brockett, Chris and Sordoni, Alessandro and Ji, Yangfeng and Auli, Michael and
+              Quirk, Chris and Mitchell, Margaret and Gao, Jianfeng and Dolan, Bill",
+    booktitle = "Proceedings of ACL-IJCNLP 2015 (Volume 2: Short Papers)",
+    year = "2015",
+    pages = "445--450",
+    url = "https://aclanthology.org/P15-2073",
+    doi = "10.3115/v1/P15-2073",
+}
+"""
+    codebase_urls = ("https://github.com/mgalley/sacreBLEU", "https://github.com/mjpost/sacrebleu")
+    reference_urls = ("https://aclanthology.org/P15-2073",)
+    has_plan = False
+    allow_empty_text = True
+    corpus_from_segments = False
+    extra_inputs = ("reference_weights",)
+    configs = {"default": (), "weighted": ("reference_weights",)}
+    scores_doc = "ΔBLEU of each segment scored on its own, input order, 0-100"
+    outputs = (Output("precisions", "list of float", "corpus n-gram precisions, 0-100.", per_segment=False),
+               Output("bp", "float", "the brevity penalty.", per_segment=False),
+               Output("sys_len", "int", "hypothesis length (tokens).", per_segment=False),
+               Output("ref_len", "int", "effective reference length.", per_segment=False),
+               Output("counts", "list of float", "weighted matched n-gram counts of the corpus (negative sums set "
+                      "to 0).", per_segment=False),
+               Output("totals", "list of float", "weighted n-gram counts of the corpus.", per_segment=False))
+    module_examples = """
+    >>> delta_bleu = evaluate.load("delta_bleu")
+    >>> predictions = ["i 'm not sure , let me look .", "yes , i think so ."]
+    >>> references = [["i 'm not sure , let me look for you .", "we do n't have it ."],
+    ...               ["yes , we have one copy left .", "i do n't think so ."]]
+    >>> results = delta_bleu.compute(predictions=predictions, references=references)
+    >>> round(results["score"], 2), [round(s, 2) for s in results["scores"]]
+    (63.2, [71.2, 39.76])
+    >>> results = delta_bleu.compute(predictions=predictions, references=references,
+    ...                              reference_weights=[[0.9, -0.4], [0.7, -0.8]])
+    >>> round(results["score"], 2), [round(s, 2) for s in results["scores"]]
+    (48.85, [71.2, 0.0])
+    >>> results["signature"].split("|")[:8]
+    ['DeltaBLEU', 'variant:paper', 'nrefs:2', 'w:rated', 'order:4', 'case:mixed', 'eff:no', 'tok:13a']
+"""
+    space_examples = (
+        Example("Galley et al.: a response against a good and a bad rated reference",
+                "yes , we have it", "yes , we have one copy ||| no .", "0.8 ||| -0.5"),
+        Example("Conversation responses, each with rated references",
+                "i am going to the beach this weekend .\nthat sounds like a great idea .",
+                "we are going to the beach on saturday . ||| i am staying home this weekend .\n"
+                "what a great idea ! ||| that sounds terrible .",
+                "0.9 ||| -0.6\n1.0 ||| -0.8"),
+        Example("No weights: plain multi-reference BLEU (= sacreBLEU)",
+                "The cat sat on the mat.", "The cat sat on a mat. ||| A cat was on the mat."))
 
-    >>> out = delta_bleu(["yes , we have it"], [["yes , we have one copy", "no ."]], [[0.8, -0.5]])
-    >>> round(out.score, 2), [round(c, 2) for c in out.extra["counts"]], round(out.extra["bp"], 4)
-    (54.75, [3.2, 2.4, 1.6, 0.8], 0.8187)
+    def check(self, o: DeltaBleuOptions) -> None:
+        if o.tokenize in _NEEDS_DOWNLOAD:
+            raise ValueError(f"delta_bleu: `tokenize` {o.tokenize!r} downloads a SentencePiece model at run time, "
+                             f"which movers does not do; choose one of {list(TOKENIZERS)}.")
+        check_choice("delta_bleu", "tokenize", o.tokenize, list(TOKENIZERS))
+
+    def worst(self, o: DeltaBleuOptions) -> dict[str, Any]:
+        """sacreBLEU scores an empty hypothesis 0."""
+        return {"scores": 0.0}
+
+    def inputs(self, name: str, predictions: Any, references: Any, extra: Mapping[str, Any], *,
+               allow_empty_predictions: bool) -> Inputs:
+        base = super().inputs(name, predictions, references, {}, allow_empty_predictions=True)
+        given = extra.get("reference_weights")
+        weights = None if given is None else check_reference_weights(name, given, base.references)
+        return Inputs(base.predictions, base.references, {"reference_weights": weights})
+
+    def run(self, o: DeltaBleuOptions, inputs: Inputs) -> Scores:
+        """Corpus ΔBLEU and one ΔBLEU per segment (each segment scored as a one-segment corpus), 0-100.
+
+        Numerators summed over a corpus (or one segment) that come out negative are set to 0 before
+        smoothing, as in Galley's code: matching only negatively rated references scores like matching
+        nothing. Denominators use the segment's largest weight, so each segment needs one w > 0. The brevity
+        penalty takes the closest reference length over all references of a segment (ties to the shorter),
+        whatever their weight, as BLEU and Galley's code do.
+        """
+        preds, refs, rated = inputs.predictions, inputs.references, inputs.extra.get("reference_weights")
+        weights = rated if rated is not None else [[1.0] * len(r) for r in refs]
+        order = o.max_ngram_order
+        # sacreBLEU's own tokenizer object; texts are prepared exactly as BLEU._preprocess_segment does.
+        bleu = BLEU(lowercase=o.lowercase, tokenize=o.tokenize, smooth_method=o.smooth_method,
+                    smooth_value=o.smooth_value, max_ngram_order=order, effective_order=o.effective_order)
+        cache: dict[str, tuple[Counter, int]] = {}
+
+        def ngrams(text: str) -> tuple[Counter, int]:
+            if text not in cache:
+                prepared = bleu.tokenizer((text.lower() if o.lowercase else text).rstrip())
+                cache[text] = extract_all_word_ngrams(prepared, 1, order)
+            return cache[text]
+
+        segment = _paper_segment if o.variant == "paper" else _galley_segment
+        finish = _paper_score if o.variant == "paper" else _galley_score
+        smooth_value = o.smooth_value
+        if smooth_value is None:  # the default of the sacreBLEU version each variant follows
+            smooth_value = (BLEU.SMOOTH_DEFAULTS[o.smooth_method] if o.variant == "paper"
+                            else _FORK_SMOOTH_VALUE if o.smooth_method in ("floor", "add-k") else None)
+        options = dict(smooth_method=o.smooth_method, smooth_value=smooth_value, effective_order=o.effective_order,
+                       max_ngram_order=order)
+        # This process scores segments `part` (all of them unless scoring is distributed or streamed); the
+        # corpus score comes from the statistics summed over the whole call.
+        scope = current_scope()
+        stats = [segment(ngrams(preds[i]), [ngrams(r) for r in refs[i]], weights[i], order)
+                 for i in scope.part(len(preds))]
+        sums = scope.total([float(sum(s[0] for s in stats)), float(sum(s[1] for s in stats)),
+                            *(math.fsum(s[2][n] for s in stats) for n in range(order)),
+                            *(math.fsum(s[3][n] for s in stats) for n in range(order))])
+        scope.statistics_done()
+        scores = scope.gather([finish(*s, **options).score for s in stats])
+        corpus = finish(int(sums[0]), int(sums[1]), sums[2:2 + order], sums[2 + order:], **options)
+        smooth_label = f"{o.smooth_method}[{smooth_value:.2f}]" if o.smooth_method in ("floor", "add-k") \
+            else o.smooth_method
+        signature = Signature("DeltaBLEU", (
+            ("variant", o.variant),
+            ("nrefs", nrefs_label(refs)),
+            ("w", "uniform" if rated is None else "rated"),
+            ("order", order),
+            ("case", "lc" if o.lowercase else "mixed"),
+            ("eff", o.effective_order),
+            ("tok", bleu.tokenizer.signature()),
+            ("smooth", smooth_label),
+        ), library_versions("sacrebleu"))
+        extra = {"precisions": [float(p) for p in corpus.precisions], "bp": float(corpus.bp),
+                 "sys_len": int(corpus.sys_len), "ref_len": int(corpus.ref_len),
+                 "counts": [float(c) for c in corpus.counts], "totals": [float(t) for t in corpus.totals]}
+        return Scores(score=float(corpus.score), scores=[float(s) for s in scores], signature=signature,
+                      extra=extra)
+
+    def details(self, o: DeltaBleuOptions, prediction: str, references: list[str],
+                weights: list[float] | None) -> dict[str, Any]:
+        """The Space page's table for one segment: every n-gram of the prediction with its credit."""
+        rows = delta_bleu_ngrams(prediction, references, weights, variant=o.variant, tokenize=o.tokenize,
+                                 lowercase=o.lowercase, max_ngram_order=o.max_ngram_order)
+        return {"caption": "each n-gram of the prediction, the reference whose weight it takes, and its credit "
+                           "(numerator) and total (denominator) in the modified precision.",
+                "headers": ["n-gram", "n", "count", "reference", "weight", "credit", "total"],
+                "data": [[g["ngram"], g["n"], g["count"], g["reference"] or "-", g["weight"], g["credit"],
+                          g["total"]] for g in rows]}
+
+
+def delta_bleu_ngrams(prediction: str, references: list[str], weights: list[float] | None, *,
+                      variant: str = "paper", tokenize: str = "13a", lowercase: bool = False,
+                      max_ngram_order: int = 4) -> list[dict[str, Any]]:
+    """Every n-gram of `prediction` with the credit ΔBLEU gives it (one segment).
+
+    Rows: ``ngram``, ``n``, ``count`` (in the prediction), ``reference`` (1-based index of the reference
+    whose weight is used, 0 when no reference has the n-gram), ``weight``, ``credit`` (the numerator term:
+    paper: ``max_j w_j · min(#g(h), #g(r_j))``; galley: ``max w_j · min(#g(h), max_j #g(r_j))``) and
+    ``total`` (the denominator term ``max_j w_j · #g(h)``). Per order, the credits add up to the
+    segment's weighted match counts before negative sums are set to 0. Tokenised with sacreBLEU's
+    tokenizer exactly as the metric does.
     """
-    preds = check_predictions(_NAME, predictions, allow_empty_text=True)
-    refs = normalise_references(_NAME, references, len(preds), allow_empty_text=True)
-    weights = check_reference_weights(_NAME, reference_weights, refs)
-    check_choice(_NAME, "variant", variant, list(VARIANTS))
-    if tokenize in _NEEDS_DOWNLOAD:
-        raise ValueError(f"{_NAME}: `tokenize` {tokenize!r} downloads a SentencePiece model at run time, which "
-                         f"movers does not do; choose one of {list(TOKENIZERS)}.")
-    check_choice(_NAME, "tokenize", tokenize, list(TOKENIZERS))
-    check_choice(_NAME, "smooth_method", smooth_method, list(SMOOTH_METHODS))
-    if smooth_value is not None:
-        check_number(_NAME, "smooth_value", smooth_value, low=0)
-    check_number(_NAME, "max_ngram_order", max_ngram_order, low=1, integer=True)
-    for arg, value in (("lowercase", lowercase), ("effective_order", effective_order)):
-        if not isinstance(value, bool):
-            raise TypeError(f"{_NAME}: `{arg}` must be a bool, got {type(value).__name__} {_describe(value)}.")
+    weights = list(weights) if weights is not None else [1.0] * len(references)
+    tok = BLEU(tokenize=tokenize, lowercase=lowercase, max_ngram_order=max_ngram_order).tokenizer
 
-    # sacreBLEU's own tokenizer object; texts are prepared exactly as BLEU._preprocess_segment does.
-    bleu = BLEU(lowercase=lowercase, tokenize=tokenize, smooth_method=smooth_method, smooth_value=smooth_value,
-                max_ngram_order=max_ngram_order, effective_order=effective_order)
-    cache: dict[str, tuple[Counter, int]] = {}
+    def grams(text: str) -> Counter:
+        return extract_all_word_ngrams(tok((text.lower() if lowercase else text).rstrip()), 1, max_ngram_order)[0]
 
-    def ngrams(text: str) -> tuple[Counter, int]:
-        if text not in cache:
-            prepared = bleu.tokenizer((text.lower() if lowercase else text).rstrip())
-            cache[text] = extract_all_word_ngrams(prepared, 1, max_ngram_order)
-        return cache[text]
+    hyp = grams(prediction)
+    refs = [grams(r) for r in references]
+    max_w = max(weights)
+    rows = []
+    for gram, count in sorted(hyp.items(), key=lambda kv: (len(kv[0]), kv[0])):
+        having = [(j, w, ref[gram]) for j, (ref, w) in enumerate(zip(refs, weights)) if gram in ref]
+        if not having:
+            j, w, credit = -1, 0.0, 0.0
+        elif variant == "galley":
+            j, w, _ = max(having, key=lambda t: t[1])
+            credit = w * min(count, max(k for _, _, k in having))
+        else:
+            j, w, k = max(having, key=lambda t: t[1] * min(count, t[2]))
+            credit = w * min(count, k)
+        rows.append({"ngram": " ".join(gram), "n": len(gram), "count": count, "reference": j + 1,
+                     "weight": w, "credit": credit, "total": max_w * count})
+    return rows
 
-    segment = _paper_segment if variant == "paper" else _galley_segment
-    finish = _paper_score if variant == "paper" else _galley_score
-    if smooth_value is None:  # the default of the sacreBLEU version each variant follows
-        smooth_value = (BLEU.SMOOTH_DEFAULTS[smooth_method] if variant == "paper"
-                        else _FORK_SMOOTH_VALUE if smooth_method in ("floor", "add-k") else None)
-    options = dict(smooth_method=smooth_method, smooth_value=smooth_value, effective_order=effective_order,
-                   max_ngram_order=max_ngram_order)
-
-    # This process scores segments `part` (all of them unless scoring is distributed or streamed); the
-    # corpus score comes from the statistics summed over the whole call.
-    scope = current_scope()
-    part = scope.part(len(preds))
-    stats = []
-    for i in part:
-        stats.append(segment(ngrams(preds[i]), [ngrams(r) for r in refs[i]], weights[i], max_ngram_order))
-    sums = scope.total([float(sum(s[0] for s in stats)), float(sum(s[1] for s in stats)),
-                        *(math.fsum(s[2][n] for s in stats) for n in range(max_ngram_order)),
-                        *(math.fsum(s[3][n] for s in stats) for n in range(max_ngram_order))])
-    scope.statistics_done()
-    scores = scope.gather([finish(*s, **options).score for s in stats])
-    corpus = finish(int(sums[0]), int(sums[1]), sums[2:2 + max_ngram_order], sums[2 + max_ngram_order:], **options)
-
-    smooth_label = f"{smooth_method}[{smooth_value:.2f}]" if smooth_method in ("floor", "add-k") else smooth_method
-    signature = format_signature("DeltaBLEU", [
-        ("variant", variant),
-        ("nrefs", nrefs_label(refs)),
-        ("w", "uniform" if reference_weights is None else "rated"),
-        ("order", max_ngram_order),
-        ("case", "lc" if lowercase else "mixed"),
-        ("eff", effective_order),
-        ("tok", bleu.tokenizer.signature()),
-        ("smooth", smooth_label),
-        *library_versions("sacrebleu"),
-    ])
-    extra = {"precisions": [float(p) for p in corpus.precisions], "bp": float(corpus.bp),
-             "sys_len": int(corpus.sys_len), "ref_len": int(corpus.ref_len),
-             "counts": [float(c) for c in corpus.counts], "totals": [float(t) for t in corpus.totals]}
-    return Scores(score=float(corpus.score), scores=[float(s) for s in scores], signature=signature, extra=extra)
-
-
-# ---------------------------------------------------------------- input checks
 
 # ---------------------------------------------------------------- segment statistics
 # Each returns (hyp_len, closest_ref_len, correct[N], total[N]); correct may be negative.
@@ -230,3 +328,6 @@ def _galley_score(sys_len: int, ref_len: int, correct: list[float], total: list[
     log_sum = sum(math.log(p) if p > 0 else -9999999999 for p in precisions[:eff_order])  # sacreBLEU's my_log
     score = bp * math.exp(log_sum / eff_order)
     return BLEUScore(score, correct, total, precisions, bp, sys_len, ref_len)
+
+
+DELTA_BLEU = DeltaBleu()

@@ -30,38 +30,33 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal, Sequence, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 import torch
 
-from .._validation import check_choice, check_number, check_pairs
-from ..centering import Centering, CenteringSpec, centring_means, check_centering, chunked_corpus_means
-from ..embedding import Encoder, load_encoder
-from ..explanation import Explanation, plot_explanation
-from ..guards import check_encoder_inputs
-from ..histogram import Alignment, Histogram, unit_rows
-from ..distributed import current_scope
-from ..idf import Idf, call_idf
-from ..references import CHUNK, ReferenceGroups, segment_chunks
-from ..result import Scores
-from ..scoring_options import with_scoring_options
-from .. import progress
-from ..signature import format_float, format_signature, library_versions, nrefs_label
-from ..transport import emd, solve_ragged, unbalanced_sinkhorn_batch
+from ..core.explanation import Explanation, plot_explanation
+from ..core.histogram import Alignment, Histogram, unit_rows
+from ..core.options import Widget, option
+from ..core.references import ReferenceGroups
+from ..core.signature import Signature, format_float, library_versions, nrefs_label
+from ..core.spec import Inputs, Output
+from ..core.transport import emd, solve_ragged, unbalanced_sinkhorn_batch
+from ..core.validation import check_number
+from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, encoder_option, model_option
+from ..text.embedding import EmbeddedText, Encoder, load_encoder
+from ..text.guards import check_encoder_inputs
+from ..text.idf import Idf, call_idf
+from . import examples
 
-__all__ = ["lazy_emd", "lazy_emd_from_embeddings", "lazy_emd_masses", "LazyEmdPairs", "lazy_emd_plot", "PRESETS",
-           "DEFAULT_PRESET", "HIGHER_IS_BETTER", "MASK_THRESHOLD"]
+__all__ = ["LAZY_EMD", "LazyEmdOptions", "lazy_emd_from_embeddings", "lazy_emd_masses", "lazy_emd_plot", "PRESETS",
+           "DEFAULT_PRESET", "MASK_THRESHOLD"]
 
-HIGHER_IS_BETTER = False
-"""`scores` are distances (lower is better); `similarities` = 1 - distance are higher-is-better."""
 DEFAULT_PRESET = "original"
 MASK_THRESHOLD = 0.999
 """The original's post-solve mask: plan entries with cost >= 0.999 (cos <= 0.001) are zeroed."""
-
-MaskSpec = Union[bool, float, None]
-IdfSpec = Union[bool, Idf]
 
 # Padded elements (problems x rows x columns) per solver call: bounds memory, never changes a number.
 _SOLVER_BUDGET = 1 << 22
@@ -78,38 +73,64 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-@dataclass(frozen=True)
-class LazyEmdPairs:
-    """Per (prediction, reference) pair: the Lazy-EMD ``distances`` ``<C, P*>`` (after the mask), the
-    solver's ``converged`` and ``iterations``, and (on request) the plans P* as scored."""
+@dataclass(frozen=True, kw_only=True)
+class LazyEmdOptions(EmbeddingOptions):
+    reg: float = option(0.009, "Entropic strength ε > 0 (the original's 0.009).", low=0.0, low_open=True)
+    reg_candidate: float = option(0.23, """λc in [0, inf], KL weight of the prediction (row) marginal (the
+        original's 0.23); inf makes it exact, 0 frees it.""", checked=False)
+    reg_reference: float = option(0.31, "λr in [0, inf], KL weight of the reference (column) marginal (0.31).",
+                                  checked=False)
+    preset: Literal["original", "paper"] = option(DEFAULT_PRESET, """"original" (default: plan entries with cost
+        >= 0.999 zeroed after solving, as the authors' code) or "paper" (no mask).""")
+    mask: Union[bool, float, None] = option(None, """Override the preset's mask: True (threshold 0.999), False
+        (no mask) or a cost threshold in (0, 2]; None = the preset's.""",
+                                            widget=Widget("dropdown", ("(preset)", "True", "False"),
+                                                          {"(preset)": None, "True": True, "False": False}))
+    idf: Union[bool, Idf] = option(False, """False (default, the original): uniform masses 1/(L-2) on the real
+        tokens; True: IDF from this call's references (bert_score's convention, used for both sides); or a
+        fitted movers.Idf table. [CLS]/[SEP] always get mass 0.""")
+    model: str | None = model_option()
+    layer: int = option(-1, "hidden_states index (-1 = the last layer, 6 for MiniLM).", integer=True)
+    reference_aggregation: Literal["min", "mean"] = option("min", """Several references: "min" (default: the
+        closest reference) or "mean".""")
+    max_iter: int = option(200_000, "The original's iteration cap.", low=1, integer=True)
+    tol: float = option(1e-6, "The original's stopping threshold.", low=0.0, low_open=True)
+    solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = option("sinkhorn", """"sinkhorn" (default): the
+        accelerated scaling iterations (translation steps, over-relaxation: the original's optimum in far
+        fewer iterations when λ >> ε); "sinkhorn-plain": the original's plain iterations (its iteration
+        counts); "emd": exact EMD with the same masses and cost and no mask, the original's WMD baseline.""")
+    return_matching: bool = option(False, """Add extra["matching"]: per segment and reference, the tokens and
+        the plan P* as scored (mask applied), for movers.lazy_emd_plot.""", runtime=True)
+    encoder: Encoder | None = encoder_option()
 
-    distances: list[float]
-    converged: list[bool]
-    iterations: list[int]
-    plans: list[np.ndarray] | None = None
-    costs: list[np.ndarray] | None = None
-    masked_out: list[bool] | None = None  # the mask removed every plan entry: distance 0 from no match at all
+
+@dataclass
+class LazyEmdContext(Context[LazyEmdOptions]):
+    threshold: float | None = None
 
 
-def lazy_emd_from_embeddings(predictions: Sequence[Histogram], references: Sequence[Histogram], *,
-                             reg: float = 0.009, reg_candidate: float = 0.23, reg_reference: float = 0.31,
+# ----------------------------------------------------------------------------------------- formula
+
+def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, reg: float = 0.009,
+                             reg_candidate: float = 0.23, reg_reference: float = 0.31,
                              mask: float | None = MASK_THRESHOLD,
                              solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = "sinkhorn",
                              max_iter: int = 200_000, tol: float = 1e-6, device: torch.device | str | None = None,
-                             return_plans: bool = False) -> LazyEmdPairs:
-    """The formula, for aligned pairs ``(predictions[k], references[k])`` of token histograms.
+                             return_plans: bool = False) -> list[Alignment]:
+    """The formula, for aligned (prediction, reference) token histograms.
 
     With unit vectors x̂ (prediction, rows, masses μ) and ŷ (reference, columns, masses ν) and
     ``C = clamp(1 - x̂ ŷᵀ, 0, 2)``, the plan P* minimises ``<C, P> + ε Σ P (log P - 1) + λc KL(P1 | μ)
     + λr KL(Pᵀ1 | ν)`` (batched log-domain scaling iterations; "sinkhorn-plain": the original's plain
     iterations; "emd": the exact balanced plan, the original's WMD baseline), plan entries with
-    ``C >= mask`` are zeroed (the original's post-solve mask; None: none), and the distance is ``<C, P*>``.
+    ``C >= mask`` are zeroed (the original's post-solve mask; None: none), and the distance is ``<C, P*>``
+    (``score`` and ``distance``; ``values``: ``converged``, ``iterations``, ``masked_out``: the mask
+    removed every plan entry, a distance 0 from no match at all).
     """
-    costs = [(1.0 - unit_rows(torch.as_tensor(h.points, dtype=torch.float64))
-              @ unit_rows(torch.as_tensor(r.points, dtype=torch.float64)).T).clamp_(0.0, 2.0)
-             for h, r in zip(predictions, references)]
-    a = [torch.as_tensor(h.mass, dtype=torch.float64) for h in predictions]
-    b = [torch.as_tensor(r.mass, dtype=torch.float64) for r in references]
+    costs = [(1.0 - unit_rows(torch.as_tensor(h.vectors())) @ unit_rows(torch.as_tensor(r.vectors())).T)
+             .clamp_(0.0, 2.0) for h, r in pairs]
+    a = [torch.as_tensor(h.mass, dtype=torch.float64) for h, _ in pairs]
+    b = [torch.as_tensor(r.mass, dtype=torch.float64) for _, r in pairs]
     if solver == "emd":
         solved = [emd(a_k, b_k, c) for a_k, b_k, c in zip(a, b, costs)]
     else:
@@ -118,276 +139,16 @@ def lazy_emd_from_embeddings(predictions: Sequence[Histogram], references: Seque
             solved = solve_ragged(unbalanced_sinkhorn_batch, a, b, costs, budget=_SOLVER_BUDGET, device=device,
                                   reg=reg, reg_a=reg_candidate, reg_b=reg_reference, max_iter=max_iter, tol=tol,
                                   accelerate=solver == "sinkhorn")
-    plans = [t.plan if mask is None else t.plan * (c < mask) for t, c in zip(solved, costs)]
-    masked_out = [mask is not None and float(t.plan.sum()) > 0 and float(p.sum()) <= 1e-12 * float(t.plan.sum())
-                  for t, p in zip(solved, plans)]
-    return LazyEmdPairs(distances=[float((p * c).sum()) for p, c in zip(plans, costs)],
-                        masked_out=masked_out,
-                        converged=[bool(t.converged) for t in solved],
-                        iterations=[int(t.iterations) for t in solved],
-                        plans=[p.numpy() for p in plans] if return_plans else None,
-                        costs=[c.numpy() for c in costs] if return_plans else None)
-
-
-@with_scoring_options("lazy_emd")
-def lazy_emd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
-             reg: float = 0.009, reg_candidate: float = 0.23, reg_reference: float = 0.31,
-             preset: str = DEFAULT_PRESET, mask: MaskSpec = None, idf: IdfSpec = False,
-             model: str | None = None, layer: int = -1,
-             reference_aggregation: Literal["min", "mean"] = "min", max_iter: int = 200_000,
-             tol: float = 1e-6, solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = "sinkhorn",
-             long_texts: Literal["window", "truncate", "error"] = "window", return_matching: bool = False,
-             batch_size: int = 64, device: str | None = None, verbose: bool = False, encoder: Encoder | None = None,
-             return_plans: bool = False, centering: CenteringSpec = "none", centering_batch: int = 32) -> Scores:
-    """Lazy-EMD distance of each prediction to its reference(s), and the similarity ``1 - distance``.
-
-    Args:
-        predictions: Hypotheses (candidates), one per segment.
-        references: One reference per segment (str) or a non-empty list per segment (ragged allowed).
-        reg: Entropic strength ε > 0 (original 0.009).
-        reg_candidate: λc in [0, inf], KL weight of the prediction (row) marginal (original 0.23);
-            ``float("inf")`` makes it exact, 0 frees it.
-        reg_reference: λr in [0, inf], KL weight of the reference (column) marginal (original 0.31).
-        preset: "original" (default: post-solve mask C >= 0.999) or "paper" (no mask).
-        mask: Override the preset: True (threshold 0.999), False (no mask) or a cost threshold in (0, 2].
-        idf: False (default, the original): uniform masses 1/(L-2) on real tokens; True: IDF from this
-            call's references (bert_score's convention, used for both sides; the 2020 version of the
-            original); or a fitted :class:`~movers.idf.Idf` table. [CLS]/[SEP] always get mass 0.
-        model: Hub id or local folder; None = the bundled all-MiniLM-L6-v2.
-        layer: ``hidden_states`` index (-1 = last = 6 for MiniLM, the fixtures' setting).
-        reference_aggregation: "min" (default: the closest reference) or "mean" over references.
-        max_iter, tol: The original's iteration cap (200,000) and stopping threshold (1e-6).
-        solver: "sinkhorn" (default): Lazy-EMD by the accelerated scaling iterations (translation
-            steps and over-relaxation, see :func:`~movers.transport.unbalanced_sinkhorn_batch`): the same
-            optimum as the original's iterations, in far fewer iterations when λ >> ε.
-            "sinkhorn-plain": the original's plain iterations (same start, same stopping rule: the
-            original's iteration counts and stopped plans). "emd": exact EMD (network simplex, float64)
-            with the same masses and cost and no mask = the original's WMD baseline (``Scorer._wmd``),
-            the limit λc, λr -> ∞, ε -> 0; `reg`, `reg_candidate`, `reg_reference`, `max_iter`, `tol`
-            are unused.
-        long_texts: "window" (sliding windows, default), "truncate" (first 510 pieces, as the
-            original) or "error".
-        return_matching: Add ``extra["matching"]``: per segment and reference, the tokens and the plan
-            P* as scored (mask applied), for :func:`lazy_emd_plot`.
-        batch_size, device, verbose: Runtime only; never change a score.
-        encoder: A ready :class:`Encoder` (overrides `model`, `layer`, `device`, `long_texts`).
-        return_plans: Add ``extra["alignments"]``: per segment and reference, a
-            :class:`~movers.explain.Explanation` (tokens, masses, cost, the plan P* as scored, distance).
-        centering: Subtract a token mean from the token vectors before the cosine cost (Chen et al.
-            2020's batch centring, as :func:`~movers.twmd`), predictions and references separately,
-            means over the real (non-special) tokens: "none" (default; the original, kept by the
-            development sets, see the card), "corpus" (order-free), "batch" (each run of
-            `centering_batch` consecutive segments; order dependent) or a fitted
-            :class:`~movers.Centering` (``movers.fit_centering("lazy_emd", ...)``; call-free).
-        centering_batch: k for ``centering="batch"`` (32).
-    Returns:
-        :class:`~movers.result.Scores`: ``scores`` = distances (lower is better), ``score`` their mean,
-        ``extra``: ``similarities`` (``1 - distance``, higher is better, 1 for identical texts) and
-        their mean ``similarity``; ``converged`` and ``iterations`` per segment (worst reference);
-        ``per_reference`` distances with several references; ``matching`` on request.
-    Raises:
-        ValueError / TypeError: On malformed inputs or options (the message names the argument).
-
-    Example:
-        >>> out = lazy_emd(["The man in a coat."], ["The young man in a slicker."])  # doctest: +SKIP
-        >>> round(out.scores[0], 4), round(out.extra["similarities"][0], 4)  # doctest: +SKIP
-    """
-    name = "lazy_emd"
-    preds, refs = check_pairs(name, predictions, references)
-    check_number(name, "reg", reg, low=0.0, low_open=True)
-    _check_strength(name, "reg_candidate", reg_candidate)
-    _check_strength(name, "reg_reference", reg_reference)
-    check_choice(name, "preset", preset, list(PRESETS))
-    check_choice(name, "solver", solver, ["sinkhorn", "sinkhorn-plain", "emd"])
-    if solver == "emd" and mask is not None:
-        raise ValueError(f"{name}: `mask` applies to the Sinkhorn solvers only (the original's WMD baseline has "
-                         f"no mask), got mask={mask!r} with solver='emd'.")
-    threshold = None if solver == "emd" else _resolve_mask(name, mask, PRESETS[preset])
-    check_choice(name, "reference_aggregation", reference_aggregation, ["min", "mean"])
-    check_number(name, "max_iter", max_iter, low=1, integer=True)
-    check_number(name, "batch_size", batch_size, low=1, integer=True)
-    check_number(name, "tol", tol, low=0.0, low_open=True)
-    if not isinstance(idf, (bool, Idf)):
-        raise TypeError(f"{name}: `idf` must be a bool or an Idf table, got {type(idf).__name__}.")
-    for arg, value in (("return_matching", return_matching), ("return_plans", return_plans)):
-        if not isinstance(value, bool):
-            raise TypeError(f"{name}: `{arg}` must be a bool, got {type(value).__name__}.")
-    if encoder is None:
-        check_number(name, "layer", layer, integer=True)
-        encoder = load_encoder(model, layer=layer, device=device, long_texts=long_texts)
-    elif model is not None:
-        raise ValueError(f"{name}: pass either `encoder` or `model`, not both.")
-
-    check_centering(name, centering, centering_batch, len(preds))
-    if isinstance(centering, Centering):
-        centering.check(name, encoder.name, encoder.layer_label, _KEPT_LABEL)
-
-    groups = ReferenceGroups.of(refs)
-    check_encoder_inputs(name, encoder, preds, refs)  # no content token, or too large: fail before the model runs
-    # This process scores segments `part` (all of them unless scoring is distributed or streamed; whole
-    # centring batches); per-call IDF and corpus centring are summed over the scope.
-    scope = current_scope()
-    part = scope.part(len(preds), multiple=centering_batch if centering == "batch" else 1)
-    local_preds, local = preds[part.start:part.stop], ReferenceGroups.of(refs[part.start:part.stop])
-    table, idf_label = _resolve_idf(name, idf, lambda: encoder.iter_token_ids(local.flat), encoder.name)
-    # Bounded memory: embed and solve CHUNK segments at a time (whole centring batches). Corpus centring
-    # needs the means of the whole call first: over several chunks that is one extra encoder pass (sums only).
-    chunks = segment_chunks(len(local_preds), CHUNK, centering_batch if centering == "batch" else 1)
-
-    def embedded(chunk: range):
-        group = ReferenceGroups.of(refs[part.start + chunk.start:part.start + chunk.stop])
-        emb = encoder.embed(local_preds[chunk.start:chunk.stop] + group.flat, batch_size=batch_size, verbose=verbose)
-        return emb.select(0, len(chunk)), emb.select(len(chunk), len(emb)), group
-
-    def real(hyp, ref, group):
-        return [_real(hyp, i) for i in range(len(hyp))], [_real(ref, k) for k in range(len(group.flat))]
-
-    first = None  # a single chunk's embeddings, used once for the corpus means and the scores
-    if centering == "corpus":
-        means, first = chunked_corpus_means(chunks, embedded, lambda data: real(*data), total=scope.total,
-                                            dim=encoder.vector_size)
-        corpus = Centering(*means, encoder.name, encoder.layer_label, _KEPT_LABEL)
-    scope.statistics_done()
-    mode = corpus if centering == "corpus" else centering
-    center_label = "corpus" if centering == "corpus" else centring_means(mode, [], [], [], centering_batch,
-                                                                         dim=encoder.vector_size)[2]
-    keep = return_plans or return_matching
-    solved = LazyEmdPairs([], [], [], [] if keep else None, [] if keep else None, [])
-    alignments = []
-    for chunk in chunks:
-        hyp, ref, group = first if first is not None else embedded(chunk)
-        first = None
-        hyp_vecs, ref_vecs = list(hyp.vectors), list(ref.vectors)
-        if centering != "none":
-            mu_h, mu_r, _ = centring_means(mode, *real(hyp, ref, group), group.owner, centering_batch,
-                                           dim=encoder.vector_size)
-            hyp_vecs = [v.to(torch.float64) - mu_h[i] for i, v in enumerate(hyp_vecs)]
-            ref_vecs = [v.to(torch.float64) - mu_r[group.owner[k]] for k, v in enumerate(ref_vecs)]
-        hyp_sides = [Histogram(hyp.tokens[i], lazy_emd_masses(hyp.ids[i], hyp.special[i], table), hyp_vecs[i])
-                     for i in range(len(hyp_vecs))]
-        ref_sides = [Histogram(ref.tokens[k], lazy_emd_masses(ref.ids[k], ref.special[k], table), ref_vecs[k])
-                     for k in range(len(group.flat))]
-        part_solved = lazy_emd_from_embeddings([hyp_sides[i] for i in group.owner], ref_sides, reg=reg,
-                                               reg_candidate=reg_candidate, reg_reference=reg_reference,
-                                               mask=threshold, solver=solver, max_iter=max_iter, tol=tol,
-                                               device=encoder.device, return_plans=keep)
-        progress.pairs_done(len(ref_sides))
-        solved.distances.extend(part_solved.distances)
-        solved.converged.extend(part_solved.converged)
-        solved.iterations.extend(part_solved.iterations)
-        solved.masked_out.extend(part_solved.masked_out or [False] * len(part_solved.distances))
-        if keep:
-            solved.plans.extend(part_solved.plans)
-            solved.costs.extend(part_solved.costs)
-            for k, i in enumerate(group.owner):
-                pair = Alignment(score=part_solved.distances[k], distance=part_solved.distances[k],
-                                 cost=part_solved.costs[k], plan=part_solved.plans[k])
-                alignments.append(Explanation.of(name, hyp_sides[i], ref_sides[k], pair, cost_label="1 - cos"))
-        del hyp, ref, hyp_vecs, ref_vecs, hyp_sides, ref_sides, part_solved  # before the next chunk is embedded
-    alignments = scope.gather(alignments)
-    pairs = LazyEmdPairs(*(scope.gather(values) for values in (solved.distances, solved.converged,
-                                                                solved.iterations)),
-                         masked_out=scope.gather(solved.masked_out or [False] * len(solved.distances)))
-    not_converged = sorted({groups.owner[k] for k, ok in enumerate(pairs.converged) if not ok})
-    if not_converged:
-        warnings.warn(f"{name}: segments {not_converged[:10]} did not converge within "
-                      f"max_iter={max_iter} iterations (tol {tol:g}); their scores are the last iterate. "
-                      f"Increase `max_iter` or `reg`, or use larger `reg_candidate`/`reg_reference`.",
-                      RuntimeWarning, stacklevel=2)
-    masked_out = sorted({groups.owner[k] for k, out in enumerate(pairs.masked_out or []) if out})
-    if masked_out:
-        warnings.warn(f"{name}: segments {masked_out[:10]} have distance 0 only because the mask removed every "
-                      f"plan entry (no token pair with cos > {1 - threshold:.3g}): nothing was matched, which is "
-                      f"not evidence of similarity. preset='paper' (no mask) scores these pairs.",
-                      RuntimeWarning, stacklevel=2)
-    scores = groups.aggregate(pairs.distances, reference_aggregation)
-    converged = [all(c) for c in groups.split(pairs.converged)]
-    iterations = [max(it) for it in groups.split(pairs.iterations)]
-    similarities = [1.0 - d for d in scores]
-    signature = format_signature("LazyEMD", [
-        ("preset", preset),
-        ("nrefs", nrefs_label(refs)),
-        ("agg", reference_aggregation),
-        ("model", encoder.name),
-        ("layer", encoder.layer_label),
-        ("center", center_label),
-        ("mass", idf_label),
-        ("mask", "none" if threshold is None else format_float(threshold)),
-        ("long", encoder.long_texts),
-        ("ot", "emd" if solver == "emd" else
-         f"uot-{solver}[reg={format_float(reg)},reg_c={format_float(reg_candidate)},"
-         f"reg_r={format_float(reg_reference)},iter={max_iter},tol={format_float(tol)}]"),
-        *library_versions("transformers", "torch"),
-    ])
-    extra: dict[str, Any] = {"similarity": float(np.mean(similarities)), "similarities": similarities,
-                             "converged": converged, "iterations": iterations}
-    if groups.multiple:
-        extra["per_reference"] = groups.split(pairs.distances)
-    if return_matching:
-        extra["matching"] = groups.split([{"prediction_tokens": e.prediction_labels, "reference_tokens":
-                                           e.reference_labels, "weights": e.plan.tolist(), "distance": e.distance}
-                                          for e in alignments])
-    if return_plans:
-        extra["alignments"] = groups.split(alignments)
-    return Scores(score=float(np.mean(scores)), scores=scores, signature=signature, extra=extra)
-
-
-_KEPT_LABEL = "lazy_emd[real-tokens]"
-"""The token selection of lazy_emd's centring means (a fitted table's ``preset`` field)."""
-
-
-def _real(emb, i: int) -> torch.Tensor:
-    """float64 vectors of the real (non-special) tokens of text `i`: the ones with mass."""
-    return emb.vectors[i].to(torch.float64)[[p for p, s in enumerate(emb.special[i]) if not s]]
-
-
-def _centring_vectors(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
-                      model: str | None = None, layer: int = -1, long_texts: str = "window", batch_size: int = 64,
-                      device: str | None = None, verbose: bool = False, encoder: Encoder | None = None,
-                      **_unused) -> tuple[list[torch.Tensor], list[torch.Tensor], str, str, str]:
-    """Real-token vectors of predictions and all references, for :func:`movers.fit_centering`."""
-    preds, refs = check_pairs("lazy_emd", predictions, references)
-    if encoder is None:
-        encoder = load_encoder(model, layer=layer, device=device, long_texts=long_texts)
-    flat = ReferenceGroups.of(refs).flat
-    emb = encoder.embed(preds + flat, batch_size=batch_size, verbose=verbose)
-    vecs = [_real(emb, j) for j in range(len(emb))]
-    return vecs[:len(preds)], vecs[len(preds):], encoder.name, encoder.layer_label, _KEPT_LABEL
-
-
-def _check_strength(name: str, arg: str, value: Any) -> None:
-    """λ in [0, inf]: like check_number, but infinity is a meaningful value (exact marginal)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name}: `{arg}` must be a number in [0, inf], got {type(value).__name__} {value!r}.")
-    if math.isnan(value) or value < 0:
-        raise ValueError(f"{name}: `{arg}` must be a number in [0, inf], got {value}.")
-
-
-def _resolve_mask(name: str, mask: MaskSpec, preset: Preset) -> float | None:
-    if mask is None:
-        return preset.mask
-    if mask is True:
-        return MASK_THRESHOLD
-    if mask is False:
-        return None
-    check_number(name, "mask", mask, low=0.0, high=2.0, low_open=True)
-    return float(mask)
-
-
-def _resolve_idf(name: str, idf: IdfSpec, ref_ids: Callable[[], Iterable[list[int]]],
-                 tokenizer: str) -> tuple[Idf | None, str]:
-    """(table, signature label); None = uniform masses. `ref_ids`: the references' token ids, on demand."""
-    if idf is False:
-        return None, "uniform"
-    if idf is True:
-        table = call_idf(ref_ids(), tokenizer=tokenizer)  # document frequencies of the whole call
-        if table.n_docs == 1:
-            warnings.warn(f"{name}: idf=True computes IDF from the references of this call; with a single "
-                          f"reference every token gets weight 0 (uniform masses are used instead). Pass "
-                          f"idf=False or a fitted movers.Idf table.", RuntimeWarning, stacklevel=3)
-        return table, "idf-call"
-    idf.check(name, tokenizer)
-    return idf, f"idf-{idf.label}"
+    out = []
+    for t, c in zip(solved, costs):
+        plan = t.plan if mask is None else t.plan * (c < mask)
+        masked_out = mask is not None and float(t.plan.sum()) > 0 and float(plan.sum()) <= 1e-12 * float(t.plan.sum())
+        d = float((plan * c).sum())
+        out.append(Alignment(score=d, distance=d, cost=c.numpy() if return_plans else None,
+                             plan=plan.numpy() if return_plans else None,
+                             values={"converged": bool(t.converged), "iterations": int(t.iterations),
+                                     "masked_out": masked_out}))
+    return out
 
 
 def lazy_emd_masses(ids: list[int], special: list[bool], table: Idf | None) -> torch.Tensor:
@@ -413,8 +174,8 @@ def lazy_emd_masses(ids: list[int], special: list[bool], table: Idf | None) -> t
 
 def lazy_emd_plot(matching: Explanation | dict[str, Any], *, ax: Any = None, specials: bool = False,
                   annotate: bool = True, title: str | None = None) -> Any:
-    """Draw one matching as a heat map of the plan P*: :func:`~movers.explain.plot_explanation` of an
-    entry of ``extra["alignments"][i]`` (or of an ``extra["matching"][i]`` dict).
+    """Draw one matching as a heat map of the plan P*: :func:`~movers.core.explanation.plot_explanation` of
+    an entry of ``extra["alignments"][i]`` (or of an ``extra["matching"][i]`` dict).
 
     Rows are prediction tokens, columns reference tokens; cell (i, j) is the share of the moved mass
     that goes from token i to token j. Tokens without mass that receive none ([CLS]/[SEP] unless a
@@ -422,7 +183,6 @@ def lazy_emd_plot(matching: Explanation | dict[str, Any], *, ax: Any = None, spe
     """
     if isinstance(matching, dict):
         plan = np.asarray(matching["weights"], dtype=np.float64)
-        n, m = plan.shape
         matching = Explanation(metric="lazy_emd", prediction_labels=list(matching["prediction_tokens"]),
                                reference_labels=list(matching["reference_tokens"]),
                                prediction_mass=plan.sum(1), reference_mass=plan.sum(0), cost=np.zeros_like(plan),
@@ -431,3 +191,196 @@ def lazy_emd_plot(matching: Explanation | dict[str, Any], *, ax: Any = None, spe
     return plot_explanation(matching, ax=ax, annotate=annotate, hide_massless=not specials,
                             title=title if title is not None else
                             f"Lazy-EMD plan P* (distance {matching.distance:.4f})")
+
+
+# -------------------------------------------------------------------------------------------- spec
+
+class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
+    slug = "lazy_emd"
+    title = "LazyEMD"
+    Options = LazyEmdOptions
+    summary = """Lazy-EMD (Chen et al., IJCAI 2020) matches the contextual token vectors of a prediction and a
+        reference by entropic unbalanced optimal transport, min_P <C, P> + eps * H(P) + reg_candidate *
+        KL(P1 | mu) + reg_reference * KL(P^T1 | nu), with cost 1 - cos and uniform masses on the real tokens,
+        and reports the transport cost <C, P*>: a distance, lower is better. `similarities` = 1 - distance is
+        the higher-is-better form; with reg_candidate = inf, reg_reference = 0 it is BERTScore's precision,
+        with (0, inf) its recall, and with (inf, inf) it approaches 1 - WMD (as eps -> 0). The "original"
+        preset (default) zeroes plan entries with cost >= 0.999 after solving, as the authors' code; "paper"
+        does not. The default encoder is the bundled all-MiniLM-L6-v2 (no download); any Hugging Face model
+        id or local folder works."""
+    citation = """\
+@inproceedings{chen-etal-2020-lazyemd,
+    title = "Evaluating Natural Language Generation via Unbalanced Optimal Transport",
+    author = "Chen, Yimeng and Lan, Yanyan and Xiong, Ruibin and Pang, Liang and Ma, Zhiming and Cheng, Xueqi",
+    booktitle = "Proceedings of IJCAI 2020",
+    year = "2020",
+    pages = "3730--3736",
+    url = "https://www.ijcai.org/proceedings/2020/516",
+}
+"""
+    codebase_urls = ("https://github.com/Beastlyprime/lazy_emd",)
+    reference_urls = ("https://www.ijcai.org/proceedings/2020/516",)
+    higher_is_better = False
+    scores_doc = "the Lazy-EMD distance per segment, in input order; lower is better"
+    outputs = (Output("similarities", "list of float", "1 - distance per segment, higher is better (1 for identical "
+                      "texts)."),
+               Output("similarity", "float", "the mean of `similarities`.", per_segment=False),
+               Output("converged", "list of bool", "whether the solver stopped by its rule (every reference)."),
+               Output("iterations", "list of int", "solver iterations per segment (worst reference)."),
+               Output("matching", "list of list of dict", "with return_matching: tokens and plan per reference."))
+    module_examples = """
+    >>> lazy_emd = evaluate.load("lazy_emd")
+    >>> results = lazy_emd.compute(predictions=["The boy in a coat.", "The man in a coat."],
+    ...                            references=["The young man in a slicker.", "The young man in a slicker."])
+    >>> [round(d, 4) for d in results["scores"]], [round(s, 4) for s in results["similarities"]]
+    ([0.1999, 0.1795], [0.8001, 0.8205])
+    >>> results["converged"], results["signature"].split("|")[:4]
+    ([True, True], ['LazyEMD', 'preset:original', 'nrefs:1', 'agg:min'])
+    >>> precision = lazy_emd.compute(predictions=["The man in a coat."], references=["The young man in a slicker."],
+    ...                              reg=1e-4, reg_candidate=float("inf"), reg_reference=0.0, preset="paper")
+    >>> round(precision["similarities"][0], 4)
+    0.5918
+    >>> results = lazy_emd.compute(predictions=["The cat sat on the mat."],
+    ...                            references=[["A cat was sitting on the mat.", "The cat sat on the mat."]])
+    >>> [round(d, 4) for d in results["per_reference"][0]], round(results["scores"][0], 4)
+    ([0.0722, 0.0], 0.0)
+"""
+    space_examples = (examples.SLICKER, examples.WMT_PAIRS)
+    exports = {"lazy_emd_plot": lazy_emd_plot}
+
+    # ----------------------------------------------------------------------------- declarations
+
+    def check(self, o: LazyEmdOptions) -> None:
+        for arg in ("reg_candidate", "reg_reference"):  # λ in [0, inf]: infinity is meaningful (exact marginal)
+            value = getattr(o, arg)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"lazy_emd: `{arg}` must be a number in [0, inf], got {type(value).__name__} {value!r}.")
+            if math.isnan(value) or value < 0:
+                raise ValueError(f"lazy_emd: `{arg}` must be a number in [0, inf], got {value}.")
+        if o.solver == "emd" and o.mask is not None:
+            raise ValueError(f"lazy_emd: `mask` applies to the Sinkhorn solvers only (the original's WMD baseline "
+                             f"has no mask), got mask={o.mask!r} with solver='emd'.")
+        if o.mask is not None and not isinstance(o.mask, bool):
+            check_number("lazy_emd", "mask", o.mask, low=0.0, high=2.0, low_open=True)
+        if not isinstance(o.idf, (bool, Idf)):
+            raise TypeError(f"lazy_emd: `idf` must be a bool or an Idf table, got {type(o.idf).__name__}.")
+
+    def worst(self, o: LazyEmdOptions) -> dict[str, Any]:
+        """Distance 2: all mass moved at the largest cost 1 - cos = 2 (similarity -1)."""
+        return {"scores": 2.0, "similarities": -1.0, "converged": True, "iterations": 0}
+
+    def reward(self, o: LazyEmdOptions, score: float) -> float:
+        return 1.0 - score  # the similarity
+
+    def corpus(self, o: LazyEmdOptions, segments: Any) -> tuple[float, dict[str, Any]]:
+        return float(np.mean(segments["scores"])), {"similarity": float(np.mean(segments["similarities"]))}
+
+    # ------------------------------------------------------------------------------------ hooks
+
+    def context(self, o: LazyEmdOptions) -> LazyEmdContext:
+        encoder = o.encoder
+        if encoder is None:
+            encoder = load_encoder(o.model, layer=o.layer, device=o.device, long_texts=o.long_texts)
+        elif o.model is not None:
+            raise ValueError("lazy_emd: pass either `encoder` or `model`, not both.")
+        threshold = None if o.solver == "emd" else PRESETS[o.preset].mask if o.mask is None else \
+            MASK_THRESHOLD if o.mask is True else None if o.mask is False else float(o.mask)
+        return LazyEmdContext(o, "lazy_emd", encoder, "lazy_emd[real-tokens]", threshold)
+
+    def guard(self, ctx: LazyEmdContext, inputs: Inputs) -> None:
+        assert ctx.encoder is not None
+        check_encoder_inputs("lazy_emd", ctx.encoder, inputs.predictions, inputs.references)
+
+    def statistics(self, ctx: LazyEmdContext, predictions: list[str], references: ReferenceGroups
+                   ) -> tuple[Idf | None, str]:
+        """(table, signature label); None = uniform masses."""
+        idf, encoder = ctx.options.idf, ctx.encoder
+        assert encoder is not None
+        if idf is False:
+            return None, "uniform"
+        if idf is True:
+            table = call_idf(encoder.iter_token_ids(references.flat), tokenizer=encoder.name)  # the whole call
+            if table.n_docs == 1:
+                warnings.warn("lazy_emd: idf=True computes IDF from the references of this call; with a single "
+                              "reference every token gets weight 0 (uniform masses are used instead). Pass "
+                              "idf=False or a fitted movers.Idf table.", RuntimeWarning, stacklevel=5)
+            return table, "idf-call"
+        idf.check("lazy_emd", encoder.name)
+        return idf, f"idf-{idf.label}"
+
+    def embed(self, ctx: LazyEmdContext, texts: list[str]) -> list[EmbeddedText]:
+        assert ctx.encoder is not None
+        return ctx.encoder.embed(texts, batch_size=ctx.options.batch_size, verbose=ctx.options.verbose).texts()
+
+    def centring_vectors(self, ctx: LazyEmdContext, item: EmbeddedText) -> torch.Tensor:
+        """float64 vectors of the real (non-special) tokens: the ones with mass."""
+        return item.vectors.to(torch.float64)[[p for p, s in enumerate(item.special) if not s]]
+
+    def histogram(self, ctx: LazyEmdContext, stats: Any, item: EmbeddedText, mean: torch.Tensor | None,
+                  prediction: bool) -> Histogram:
+        vectors = item.vectors if mean is None else item.vectors.to(torch.float64) - mean
+        return Histogram(item.tokens, lazy_emd_masses(item.ids, item.special, stats[0]), vectors)
+
+    def formula(self, ctx: LazyEmdContext, pairs: Sequence[tuple[Histogram, Histogram]]) -> list[Alignment]:
+        o = ctx.options
+        assert ctx.encoder is not None
+        return lazy_emd_from_embeddings(pairs, reg=o.reg, reg_candidate=o.reg_candidate,
+                                        reg_reference=o.reg_reference, mask=ctx.threshold, solver=o.solver,
+                                        max_iter=o.max_iter, tol=o.tol, device=ctx.encoder.device,
+                                        return_plans=o.return_plans or o.return_matching)
+
+    def cost_label(self, ctx: LazyEmdContext) -> str:
+        return "1 - cos"
+
+    def wants_plans(self, o: LazyEmdOptions) -> bool:
+        return o.return_plans or o.return_matching
+
+    def report(self, ctx: LazyEmdContext, groups: ReferenceGroups, pairs: list[Alignment]) -> None:
+        o = ctx.options
+        not_converged = sorted({groups.owner[k] for k, p in enumerate(pairs) if not p.values["converged"]})
+        if not_converged:
+            warnings.warn(f"lazy_emd: segments {not_converged[:10]} did not converge within max_iter={o.max_iter} "
+                          f"iterations (tol {o.tol:g}); their scores are the last iterate. Increase `max_iter` or "
+                          f"`reg`, or use larger `reg_candidate`/`reg_reference`.", RuntimeWarning, stacklevel=5)
+        masked_out = sorted({groups.owner[k] for k, p in enumerate(pairs) if p.values["masked_out"]})
+        if masked_out:
+            assert ctx.threshold is not None
+            warnings.warn(f"lazy_emd: segments {masked_out[:10]} have distance 0 only because the mask removed "
+                          f"every plan entry (no token pair with cos > {1 - ctx.threshold:.3g}): nothing was "
+                          f"matched, which is not evidence of similarity. preset='paper' (no mask) scores these "
+                          f"pairs.", RuntimeWarning, stacklevel=5)
+
+    def segments(self, ctx: LazyEmdContext, groups: ReferenceGroups, pairs: list[Alignment],
+                 explained: list[Explanation]) -> dict[str, Any]:
+        scores = groups.aggregate([p.score for p in pairs], ctx.options.reference_aggregation)
+        out: dict[str, Any] = {
+            "scores": scores, "similarities": [1.0 - d for d in scores],
+            "converged": [all(c) for c in groups.split([p.values["converged"] for p in pairs])],
+            "iterations": [max(it) for it in groups.split([p.values["iterations"] for p in pairs])]}
+        if ctx.options.return_matching:
+            out["matching"] = groups.split([{"prediction_tokens": e.prediction_labels, "reference_tokens":
+                                             e.reference_labels, "weights": e.plan.tolist(), "distance": e.distance}
+                                            for e in explained])
+        return out
+
+    def signature(self, ctx: LazyEmdContext, inputs: Inputs, center: str) -> Signature:
+        o, encoder, threshold = ctx.options, ctx.encoder, ctx.threshold
+        assert encoder is not None
+        mass = ("idf-call" if o.idf else "uniform") if isinstance(o.idf, bool) else f"idf-{o.idf.label}"
+        return Signature("LazyEMD", (
+            ("preset", o.preset),
+            ("nrefs", nrefs_label(inputs.references)),
+            ("agg", o.reference_aggregation),
+            ("model", encoder.name),
+            ("layer", encoder.layer_label),
+            ("center", center),
+            ("mass", mass),
+            ("mask", "none" if threshold is None else format_float(threshold)),
+            ("long", encoder.long_texts),
+            ("ot", "emd" if o.solver == "emd" else
+             f"uot-{o.solver}[reg={format_float(o.reg)},reg_c={format_float(o.reg_candidate)},"
+             f"reg_r={format_float(o.reg_reference)},iter={o.max_iter},tol={format_float(o.tol)}]"),
+        ), library_versions("transformers", "torch"))
+
+
+LAZY_EMD = LazyEmd()

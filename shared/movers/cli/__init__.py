@@ -1,0 +1,154 @@
+"""movers: optimal-transport metrics for generated text (command line).
+
+usage: movers COMMAND [options]      (movers COMMAND --help for its options)
+
+    movers score -m SLUG -r REFS -c HYPS   score a hypothesis file against reference files (sacreBLEU-style)
+    movers explain -m SLUG HYP REF -o plan.png   heatmap of one pair's transport plan
+    movers demo                      score a few real sentence pairs with evaluate.load("moverscore")
+    movers register                  register the evaluate modules for bare-name offline loading
+    movers bench correlation ...     metric vs human judgments (see movers.bench.correlation)
+    movers bench suite ...           settings over every development / validation set (movers.bench.suite)
+    movers bench speed ...           side-by-side timings (see movers.bench.speed_<metric>)
+    movers bench baselines ...       recompute the shipped rescaling baselines (movers/data/baselines.json)
+    movers bench scale ...           peak memory vs corpus size, throughput with 1 and 2 processes
+    movers space build <slug|all> <dir>   Hugging Face Space folders (see movers.space)
+    movers --version                 print the version
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+import warnings
+
+__all__ = ["main"]
+
+DEMO_PAIRS = [
+    # (prediction, reference): WMT16 cs-en / de-en style sentences and a paraphrase pair.
+    ("The cat sat on the mat.", "A cat was sitting on the mat."),
+    ("A quick brown fox jumps over the lazy dog.", "The fast brown fox leaped over a lazy dog."),
+    ("He went to the store to buy milk.", "She stayed at home and read a book."),
+]
+
+
+def _demo(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="movers demo", description="Score real pairs with evaluate.load('moverscore').")
+    p.add_argument("--metric", default="moverscore")
+    args = p.parse_args(argv)
+    os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import evaluate
+
+    import movers
+
+    movers.register([args.metric])
+    metric = evaluate.load(args.metric)  # bare name: resolved from evaluate's cache, offline
+    preds, refs = zip(*DEMO_PAIRS)
+    result = metric.compute(predictions=list(preds), references=list(refs))
+    for (pred, ref), score in zip(DEMO_PAIRS, result["scores"]):
+        print(f"{score:.4f}  {pred!r} vs {ref!r}")
+    print(f"{args.metric} = {result['score']:.4f}")
+    print(result["signature"])
+    return 0
+
+
+def _register(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="movers register",
+                                description="Copy the module scripts into evaluate's cache so that "
+                                            "evaluate.load('<slug>') works offline in any process.")
+    p.add_argument("names", nargs="*", help="modules (default: all)")
+    args = p.parse_args(argv)
+    import movers
+
+    for path in movers.register(args.names or None):
+        print(f"registered {path}")
+    return 0
+
+
+def _bench(argv: list[str]) -> int:
+    if argv and argv[0] == "baselines":
+        from ..bench.baselines import main as run_baselines
+
+        return run_baselines(argv[1:])
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "suite", "scale"):
+        print("usage: movers bench {speed,correlation,suite,scale,baselines} [options]\n"
+              "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
+              "  movers bench suite --suite {dev,validation} --metric SLUG[=JSON] [...]\n"
+              "  movers bench speed --metric SLUG [options of that benchmark]\n"
+              "  movers bench scale [options]   (peak memory vs corpus size, throughput)\n"
+              "  movers bench baselines [--pairs N --out FILE]   (the shipped rescaling baselines)")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    kind, rest = argv[0], argv[1:]
+    if kind == "scale":
+        from ..bench.scale import main as scale
+
+        return scale(rest)
+    if kind == "correlation":
+        from ..bench.correlation import main as run
+
+        try:
+            return run(rest)
+        except FileNotFoundError as e:  # no data folder: one line naming $MOVERS_DATA, not a traceback
+            print(f"movers bench correlation: error: {e}", file=sys.stderr)
+            return 2
+    if kind == "suite":
+        from ..bench.suite import main as run_suite
+
+        return run_suite(rest)
+    metric = "moverscore"
+    if "--metric" in rest:
+        i = rest.index("--metric")
+        metric = rest[i + 1]
+        rest = rest[:i] + rest[i + 2:]
+    try:
+        module = importlib.import_module(f"movers.bench.speed_{metric}")
+    except ModuleNotFoundError:
+        print(f"movers bench speed: no speed benchmark for {metric!r}")
+        return 2
+    return module.main(rest)
+
+
+def _explain(argv: list[str]) -> int:
+    from .explain import main as run
+
+    return run(argv)
+
+
+def _score(argv: list[str]) -> int:
+    from .score import main as run
+
+    return run(argv)
+
+
+def _space(argv: list[str]) -> int:
+    from ..integrations.space import main as run
+
+    return run(argv)
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one line on stderr (no source line of the library): ``movers: warning: ...``."""
+    print(f"movers: warning: {message}", file=sys.stderr if file is None else file)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    warnings.showwarning = _one_line_warning
+    if argv and argv[0] in ("-V", "--version"):
+        from .. import __version__
+
+        print(f"movers {__version__}")
+        return 0
+    commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score,
+                "explain": _explain, "space": _space}
+    if not argv or argv[0] not in commands:
+        print(__doc__)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    return commands[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,34 @@
+"""The one result type of every movers metric."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .signature import Signature
+
+__all__ = ["Scores"]
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Corpus score, per-segment scores (input order) and the reproducibility signature.
+
+    `signature` is a :class:`~movers.core.signature.Signature`: its text, with its fields (``.fields``).
+    `extra` holds metric-specific outputs (e.g. ``precision``/``recall`` for TWMD, ``distances`` for SMS,
+    ``precisions``/``bp`` for ΔBLEU); `to_dict()` flattens them next to the three common keys, with the
+    signature rendered: the shape the evaluate modules return.
+    """
+
+    score: float
+    scores: list[float]
+    signature: Signature
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"score": self.score, "scores": list(self.scores)}
+        out.update(self.extra)
+        out["signature"] = str(self.signature)
+        return out
+
+    def __str__(self) -> str:
+        return f"{self.score:.4f} ({self.signature})"

@@ -1,0 +1,24 @@
+"""Optimal-transport solvers shared by the metrics: one result type, numpy or torch in, same type out.
+
+* :func:`emd` (``exact``): exact OT, network simplex (POT's C++ solver, float64); MoverScore, SMS.
+* :func:`unbalanced_sinkhorn_batch` (``unbalanced``): entropic OT with two KL-relaxed marginals, log
+  domain, batched ``[B, n, m]``; Lazy-EMD.
+* :func:`tempered_sides` (``tempered``): tempered Sinkhorn and relaxed soft alignments; TWMD/TRWMD.
+* :func:`pad`, :func:`buckets`, :func:`solve_ragged` (``ragged``): ragged problems padded and masked
+  into size buckets of bounded memory.
+
+The solvers follow POT's backend convention (``ot.backend.get_backend``): numpy arrays in give numpy
+arrays out, torch tensors give torch tensors on the same device. Every POT argument that can change a
+result is passed explicitly (POT's defaults have changed across releases). Metric rules (renormalising
+masses, what an empty side scores) belong to the metrics, not here: the solvers take the problem as given.
+"""
+from __future__ import annotations
+
+from .common import Transport
+from .exact import emd
+from .ragged import buckets, pad, solve_ragged
+from .tempered import smoothed_max_sides, tempered_plans, tempered_sides
+from .unbalanced import OVERRELAXATION, unbalanced_sinkhorn_batch
+
+__all__ = ["Transport", "emd", "unbalanced_sinkhorn_batch", "tempered_plans", "tempered_sides",
+           "smoothed_max_sides", "pad", "buckets", "solve_ragged", "OVERRELAXATION"]

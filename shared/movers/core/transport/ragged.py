@@ -1,0 +1,81 @@
+"""Ragged problems (lists of ``[n_k, m_k]``) padded and masked into size buckets of bounded memory,
+solved by a batched solver and cut back: written once, here."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+from torch import Tensor
+
+from .common import Transport
+
+__all__ = ["pad", "buckets", "solve_ragged"]
+
+
+def pad(items: Sequence[Tensor], *, value: float = 0.0) -> tuple[Tensor, Tensor]:
+    """Stack tensors of equal rank (``[n_k]``, ``[n_k, d]``, ``[n_k, m_k]``) into one ``[B, max n, ...]``
+    tensor, every dimension padded to its largest size with `value`, and a bool mask ``[B, max n]`` of
+    the real leading positions."""
+    shape = [max(x.shape[i] for x in items) for i in range(items[0].dim())]
+    first = items[0]
+    out = torch.full((len(items), *shape), value, dtype=first.dtype, device=first.device)
+    mask = torch.zeros(len(items), shape[0], dtype=torch.bool, device=first.device)
+    for k, x in enumerate(items):
+        out[(k, *(slice(0, n) for n in x.shape))] = x
+        mask[k, : x.shape[0]] = True
+    return out, mask
+
+
+def buckets(shapes: Sequence[tuple[int, int]], *, budget: int, max_size: int | None = None,
+            waste: float = 2.0) -> Iterator[list[int]]:
+    """Group problems of shapes ``(n_k, m_k)`` into padded batches: sorted by size, each bucket at most
+    `budget` padded entries (``B * max n * max m``) and `max_size` problems, and no problem padded to
+    more than `waste` times its own size (+256 entries). Yields lists of problem indices; a problem
+    larger than the budget gets a bucket of its own."""
+    order = sorted(range(len(shapes)), key=lambda k: (shapes[k][0] * shapes[k][1], shapes[k]))
+    start = 0
+    while start < len(order):
+        stop, rows, cols = start, 0, 0
+        smallest = shapes[order[start]][0] * shapes[order[start]][1]
+        while stop < len(order):
+            n, m = shapes[order[stop]]
+            r, c = max(rows, n), max(cols, m)
+            count = stop - start + 1
+            if stop > start and (count * r * c > budget or r * c > waste * smallest + 256
+                                 or (max_size is not None and count > max_size)):
+                break
+            rows, cols, stop = r, c, stop + 1
+        yield order[start:stop]
+        start = stop
+
+
+def solve_ragged(solver: Callable[..., Transport], a: Sequence, b: Sequence, costs: Sequence, *,
+                 budget: int = 1 << 22, device: torch.device | str | None = None, **options: Any) -> list[Transport]:
+    """Solve problems of different sizes with a batched solver: bucketed by :func:`buckets`, padded with
+    zero mass (`valid_a`/`valid_b` masks mark the real rows and columns), solved, and cut back.
+
+    Args:
+        solver: A batched solver taking ``(a [B, n], b [B, m], cost [B, n, m], valid_a=, valid_b=, **options)``,
+            e.g. :func:`unbalanced_sinkhorn_batch`.
+        a, b, costs: Per problem masses [n_k], [m_k] and costs [n_k, m_k] (torch tensors, float64).
+        budget: Padded entries per solver call (bounds memory; never changes a number).
+        device: Where to solve (default: the inputs' device).
+    Returns:
+        One :class:`Transport` per problem, in input order, on the CPU: scalar fields and ``plan`` [n_k, m_k].
+    """
+    out: list[Transport | None] = [None] * len(costs)
+    for chunk in buckets([tuple(costs[k].shape) for k in range(len(costs))], budget=budget):
+        cost_b, _ = pad([costs[k] for k in chunk])
+        a_b, valid_a = pad([a[k] for k in chunk])
+        b_b, valid_b = pad([b[k] for k in chunk])
+        if device is not None:
+            a_b, b_b, cost_b, valid_a, valid_b = (x.to(device) for x in (a_b, b_b, cost_b, valid_a, valid_b))
+        res = solver(a_b, b_b, cost_b, valid_a=valid_a, valid_b=valid_b, **options)
+        plan = None if res.plan is None else res.plan.cpu()
+        for row, k in enumerate(chunk):
+            n, m = costs[k].shape
+            out[k] = Transport(cost=float(res.cost[row]),
+                               plan=None if plan is None else plan[row, :n, :m].clone(),
+                               converged=bool(res.converged[row]), iterations=int(res.iterations[row]),
+                               error=float(res.error[row]))
+    return out  # type: ignore[return-value]

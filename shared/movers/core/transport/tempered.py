@@ -1,0 +1,88 @@
+"""Tempered (entropic) soft alignments of two token sets, batched ``[B, n, m]``: TWMD and TRWMD.
+
+With similarities ``S`` [n, m] and temperature T, the logits are ``A = S / T``. Each side of a pair is a
+soft alignment ``π`` and a value ``<π, S>``:
+
+* **Sinkhorn** (TWMD): `iterations` log-domain sweeps on ``exp(A)``. The candidate side normalises over
+  candidate tokens, then over reference tokens (so each candidate token sends mass 1/n), repeated; the
+  reference side does the same in the other order. Many sweeps converge to the entropic OT plan with
+  uniform marginals, and both sides to ``<P*, S>``.
+* **Relaxed** (TRWMD): one softmax per row (candidate side) or column (reference side), the
+  expectation of ``S`` under the Gibbs weights; or the paper's smoothed maximum
+  ``(1/n) Σ_i T log Σ_j exp(S_ij / T)`` (``relaxed="logsumexp"``), whose gradient that softmax is.
+
+Padding is marked by boolean masks and never takes part (all -inf slices stay -inf, never NaN).
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+__all__ = ["tempered_plans", "smoothed_max_sides", "tempered_sides"]
+
+
+def _log_normalise(x: Tensor, dim: int) -> Tensor:
+    """log-softmax over `dim` that leaves all -inf (padded) slices at -inf instead of NaN."""
+    lse = torch.logsumexp(x, dim=dim, keepdim=True)
+    return x - torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+
+
+def _logits(sim: Tensor, row_mask: Tensor, col_mask: Tensor, temperature: float) -> Tensor:
+    valid = row_mask.unsqueeze(2) & col_mask.unsqueeze(1)
+    return (sim / temperature).masked_fill(~valid, -math.inf)
+
+
+def tempered_plans(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, temperature: float,
+                   variant: Literal["twmd", "trwmd"] = "twmd", iterations: int = 1) -> tuple[Tensor, Tensor]:
+    """The two soft alignments of a batch, as joint plans.
+
+    Args:
+        sim: Similarities [B, n, m] (rows = candidate tokens, columns = reference tokens).
+        row_mask, col_mask: Bool [B, n] and [B, m]; False marks padding (gets no mass).
+        temperature: T > 0. variant: "twmd" (Sinkhorn sweeps) or "trwmd" (one softmax).
+        iterations: Sinkhorn sweeps ("twmd" only).
+    Returns:
+        (cand_plan, ref_plan), each [B, n, m], with ``cand_plan.sum(2) = 1/n`` on real rows and
+        ``ref_plan.sum(1) = 1/m`` on real columns; side values are ``(plan * sim).sum((1, 2))``.
+    """
+    # b=batch, n=candidate tokens (dim 1), m=reference tokens (dim 2)
+    logits = _logits(sim, row_mask, col_mask, temperature)
+    n = row_mask.sum(1).clamp_min(1).to(sim.dtype).view(-1, 1, 1)
+    m = col_mask.sum(1).clamp_min(1).to(sim.dtype).view(-1, 1, 1)
+    if variant == "trwmd":
+        return _log_normalise(logits, 2).exp() / n, _log_normalise(logits, 1).exp() / m
+    cand, ref = logits, logits
+    for _ in range(iterations):
+        cand = _log_normalise(_log_normalise(cand, 1), 2)  # over candidate tokens, then reference tokens
+        ref = _log_normalise(_log_normalise(ref, 2), 1)
+    return cand.exp() / n, ref.exp() / m
+
+
+def smoothed_max_sides(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, temperature: float
+                       ) -> tuple[Tensor, Tensor]:
+    """TRWMD as the paper writes it: candidate side ``(1/n) Σ_i T log Σ_j exp(S_ij / T)``, reference
+    side the same over columns; [B] each. Shapes: sim [B, n, m], masks [B, n] and [B, m]."""
+    logits = _logits(sim, row_mask, col_mask, temperature)
+    n = row_mask.sum(1).clamp_min(1).to(sim.dtype)
+    m = col_mask.sum(1).clamp_min(1).to(sim.dtype)
+    rows = torch.where(row_mask, temperature * torch.logsumexp(logits, 2), torch.zeros_like(n[:, None]))
+    cols = torch.where(col_mask, temperature * torch.logsumexp(logits, 1), torch.zeros_like(m[:, None]))
+    return rows.sum(1) / n, cols.sum(1) / m
+
+
+def tempered_sides(x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, *, temperature: float,
+                   variant: Literal["twmd", "trwmd"] = "twmd", iterations: int = 1,
+                   relaxed: Literal["expectation", "logsumexp"] = "expectation"
+                   ) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Side values of padded batches of unit vectors x [B, n, d] and y [B, m, d] with ``S = x yᵀ``:
+    (candidate side [B], reference side [B], candidate-side plan [B, n, m]; None for the smoothed
+    maximum, which has no plan)."""
+    sim = torch.bmm(x, y.transpose(1, 2))
+    if variant == "trwmd" and relaxed == "logsumexp":
+        return (*smoothed_max_sides(sim, x_mask, y_mask, temperature=temperature), None)
+    cand_plan, ref_plan = tempered_plans(sim, x_mask, y_mask, temperature=temperature, variant=variant,
+                                         iterations=iterations)
+    return (cand_plan * sim).sum((1, 2)), (ref_plan * sim).sum((1, 2)), cand_plan

@@ -1,0 +1,257 @@
+"""The `evaluate` modules of every registered metric: one class per spec, movers' checks before evaluate's.
+
+:func:`module_class` builds a metric's `evaluate.Metric` subclass from its spec (description, citation,
+argument and output docs with the doctest examples, features per configuration, ``_compute`` with the
+spec's option signature): ``metrics/<slug>/<slug>.py`` is a three-line shim that subclasses it, and
+``movers.load("<slug>")`` instantiates it directly for a metric registered at run time.
+
+:class:`MoversMetric`, the base of those classes, runs movers' input checks before evaluate's:
+
+evaluate casts every batch to its Arrow features before the metric sees it: an int becomes ``"5"``,
+a bare string becomes a list of characters, and a failed batch leaves its writer (and the feature
+variant it picked) behind, so that the next valid call on the same object fails. Here `add`,
+`add_batch` and `compute` first run the same checks as the core functions (``movers._validation``),
+raising their `TypeError`/`ValueError` that names the argument and position before evaluate's
+writer sees anything, and hand evaluate one normalised form (references always one list per
+prediction), so that flat and ragged batches can be mixed. A `compute` that fails discards what was
+added (as a successful one does), leaving the object ready for the next call.
+
+Empty or whitespace-only texts pass this layer: each metric's core decides about them (the metric's
+worst value by default, with a warning), with the options given to `compute`.
+"""
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Any
+
+import datasets
+import evaluate
+
+from .. import metrics as registry
+from ..core import validation as v
+from ..core.options import type_text
+from ..core.spec import MetricSpec
+from ..pipeline.call import signature_of
+
+__all__ = ["MoversMetric", "module_class", "evaluate_module", "text_features", "kwargs_description", "instance"]
+
+
+class MoversMetric(evaluate.Metric):
+    """`evaluate.Metric` whose inputs are checked by movers before evaluate stores them.
+
+    Subclasses define `_info` and `_compute` only. The inputs are ``predictions`` and ``references``
+    (texts, or, when a feature variant declares sentence lists, pre-segmented documents) and
+    optionally ``reference_weights`` (ΔBLEU's "weighted" configuration).
+    """
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of predictions and references (checked by movers first; see the module card).
+        """
+        batch = self._movers_check(predictions, references, kwargs)
+        fresh = self.writer is None
+        try:
+            return super().add_batch(**batch)
+        except BaseException:
+            if fresh:
+                self._movers_discard()
+            raise
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one prediction and its reference(s) (checked by movers first; see the module card).
+        """
+        columns = {k: [value] for k, value in kwargs.items()}
+        batch = self._movers_check([prediction], [reference], columns, single=True)
+        fresh = self.writer is None
+        try:
+            return super().add(prediction=batch["predictions"][0], reference=batch["references"][0],
+                               **{k: col[0] for k, col in batch.items() if k not in ("predictions", "references")})
+        except BaseException:
+            if fresh:
+                self._movers_discard()
+            raise
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Score the added examples and those given here (checked by movers first; see the module card).
+
+        A failed call discards the examples added so far, so the object stays usable.
+        """
+        # evaluate leaves file_paths/filelocks of the last successful compute behind; cleared here so that a
+        # failure below discards only files this call holds (another module or process may own that path now).
+        self.file_paths = self.filelocks = None
+        try:
+            out = super().compute(predictions=predictions, references=references, **kwargs)
+        except BaseException:
+            self._movers_discard()
+            raise
+        self.file_paths = self.filelocks = None
+        return out
+
+    # ------------------------------------------------------------------ internals
+
+    def _movers_check(self, predictions: Any, references: Any, extra: dict, single: bool = False) -> dict:
+        """movers' checks on one batch; returns the batch in the form handed to evaluate's writer."""
+        try:
+            return self._movers_normalise(predictions, references, extra)
+        except (TypeError, ValueError) as err:
+            if not single:
+                raise
+            # add(prediction=, reference=) checks a batch of one: name the arguments as the caller wrote them.
+            message = re.sub(r"`(prediction|reference)s\[0\]", r"`\1", str(err))
+            message = message.replace("`predictions` and `references` must", "`prediction` and `reference` must")
+            raise type(err)(message) from None
+
+    def _movers_normalise(self, predictions: Any, references: Any, extra: dict) -> dict:
+        name = self.name
+        columns = self._feature_names()
+        unknown = sorted(set(extra) - set(columns))
+        if unknown:  # evaluate would say the same, without naming the metric
+            raise ValueError(f"{name}: unknown input column(s) {unknown}; the inputs are {columns} "
+                             f"(options go to compute()).")
+        variants = self.features if isinstance(self.features, list) else [self.features]
+        if any(isinstance(f["predictions"], datasets.Sequence) for f in variants):  # SMS, S+WMS
+            preds, refs, segmented = v.check_documents(name, predictions, references, allow_empty_text=True)
+            if segmented:
+                preds = [list(doc) for doc in preds]
+                refs = [[list(doc) for doc in group] for group in refs]
+        else:
+            preds, refs = v.check_pairs(name, predictions, references, allow_empty_text=True)
+        # numpy strings become str; references always one list per prediction (the first feature variant),
+        # so that batches with one and with several references can be added to the same object.
+        batch: dict = {"predictions": [str(p) if isinstance(p, str) else p for p in preds],
+                       "references": [[str(r) if isinstance(r, str) else r for r in group] for group in refs]}
+        if "reference_weights" in columns:  # ΔBLEU "weighted": the same shape as the references
+            if extra.get("reference_weights") is None:
+                raise TypeError(f"{name}: `reference_weights` is required by this configuration (one number "
+                                f"per reference, in [-1, 1]); load the default configuration for plain BLEU.")
+            batch["reference_weights"] = v.check_reference_weights(name, extra["reference_weights"], refs)
+        return batch
+
+    def _movers_discard(self) -> None:
+        """Drop the pending writer, cache file and lock, as a successful `compute` does: only what this object
+        holds now (its open cache file, or the files the failing `compute` gathered)."""
+        import os
+
+        if self.writer is not None:
+            try:
+                self.writer.finalize()
+            except Exception:  # a half-written batch may not finalise; it is dropped anyway
+                pass
+        paths = list(self.file_paths or []) + ([self.cache_file_name] if self.cache_file_name else [])
+        locks = list(self.filelocks or []) + ([self.filelock] if self.filelock is not None else [])
+        for path in paths:
+            if path and os.path.exists(path):
+                os.remove(path)
+        for lock in locks:
+            try:
+                lock.release()
+            except Exception:
+                pass
+        self.writer = self.buf_writer = self.data = self.selected_feature_format = None
+        self.cache_file_name = self.filelock = self.file_paths = self.filelocks = None
+
+
+# ---------------------------------------------------------------------------------- from the spec
+
+def text_features(*, segmented: bool = False, weights: tuple[str, ...] = ()) -> list:
+    """Feature variants for (predictions, references): several references per prediction, or one; with
+    `segmented`, also documents given as lists of sentences (SMS); `weights` adds float64 columns shaped
+    like the references (ΔBLEU's "weighted" configuration; float32 would turn 0.2 into 0.20000000298).
+
+    evaluate picks, for the first batch, the first variant that encodes it, so the multi-reference variant
+    comes first; the single-reference variant accepts evaluate's usual ``references=[str, ...]``.
+    """
+    string = datasets.Value("string", id="sequence")
+    multi = {"predictions": string, "references": datasets.Sequence(string, id="references")}
+    single = {"predictions": string, "references": string}
+    for column in weights:
+        multi[column] = datasets.Sequence(datasets.Value("float64"), id=column)
+        single[column] = datasets.Value("float64")
+    variants = [datasets.Features(multi), datasets.Features(single)]
+    if segmented:
+        sentences = datasets.Sequence(string)
+        variants += [
+            datasets.Features({"predictions": sentences, "references": datasets.Sequence(sentences, id="references")}),
+            datasets.Features({"predictions": sentences, "references": sentences}),
+        ]
+    return variants
+
+
+def kwargs_description(spec: MetricSpec) -> str:
+    """The module's argument docs (Args, Returns, Examples), generated from the spec's declarations."""
+    def item(name: str, kind: str, doc: str) -> str:
+        return textwrap.fill(f"{name} ({kind}): {doc}", width=110, initial_indent="    ",
+                             subsequent_indent="        ")
+
+    text_kind = "`list` of `str` or of lists of sentences" if spec.documents else "`list` of `str`"
+    lines = ["Args:", item("predictions", text_kind, "Hypotheses, one per segment."),
+             item("references", f"{text_kind}, or `list` of lists", "One reference per segment, or a non-empty "
+                  "list per segment (ragged lists allowed).")]
+    for name in spec.extra_inputs:
+        lines.append(item(name, "`list` of `list` of `float`", "Shaped like `references`; a compute argument, or "
+                          "a column added batch by batch with the configuration that declares it "
+                          f"({', '.join(c for c, cols in spec.configs.items() if name in cols)})."))
+    for f in spec.options:
+        if f.info.cli or f.info.runtime:
+            lines.append(item(f.name, f"{type_text(f.hint)}; default {f.default!r}", f.info.doc))
+    lines += ["Returns:", item("score", "`float`", "the corpus score (mean of `scores`)" if spec.corpus_from_segments
+                               else "the corpus score, from the summed statistics"),
+              item("scores", "`list` of `float`", spec.scores_doc + ".")]
+    lines += [item(o.name, o.type, o.doc) for o in spec.outputs]
+    if spec.has_plan:
+        lines.append(item("per_reference", "`list` of `list` of `float`", "only with several references per "
+                          "segment: the score against each reference."))
+    lines.append(item("signature", "`str`", "the reproducibility signature; report it with the score."))
+    if spec.module_examples.strip():
+        lines += ["Examples:", spec.module_examples.strip("\n")]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+_CLASSES: dict[str, type] = {}
+
+
+def class_name(slug: str) -> str:
+    """The class name whose `evaluate` module name (``camelcase_to_snakecase``) is the slug."""
+    return "".join(part[:1].upper() + part[1:] for part in slug.split("_"))
+
+
+def module_class(metric: str | MetricSpec) -> type:
+    """The `evaluate.Metric` subclass of a registered metric (one per spec; the shim subclasses it)."""
+    spec = registry.get(metric)
+    if spec.slug in _CLASSES and _CLASSES[spec.slug].__movers_spec__ is spec:  # type: ignore[attr-defined]
+        return _CLASSES[spec.slug]
+    function = registry.function(spec)
+    description = " ".join(spec.summary.split())
+    inputs_description = kwargs_description(spec)
+
+    def _info(self: evaluate.Metric) -> evaluate.MetricInfo:
+        if self.config_name not in spec.configs:
+            raise ValueError(f"{spec.slug}: unknown configuration {self.config_name!r}; choose one of "
+                             f"{list(spec.configs)}.")
+        return evaluate.MetricInfo(
+            description=description, citation=spec.citation, inputs_description=inputs_description,
+            features=text_features(segmented=spec.documents, weights=spec.configs[self.config_name]),
+            codebase_urls=list(spec.codebase_urls), reference_urls=list(spec.reference_urls))
+
+    def _compute(self: evaluate.Metric, predictions: Any, references: Any, **options: Any) -> dict[str, Any]:
+        return function(predictions, references, **options).to_dict()
+
+    _compute.__signature__ = signature_of(spec, self_param=True)  # type: ignore[attr-defined]
+
+    def __init_subclass__(cls: type, **kwargs: Any) -> None:
+        super(base, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
+        cls.__doc__ = cls.__doc__ or base.__doc__
+
+    base = type(f"{class_name(spec.slug)}Module", (MoversMetric,), {
+        "__doc__": f"{description}\n{inputs_description}", "__module__": __name__, "__movers_spec__": spec,
+        "_info": _info, "_compute": _compute, "__init_subclass__": classmethod(__init_subclass__)})
+    _CLASSES[spec.slug] = base
+    return base
+
+
+def instance(metric: str | MetricSpec, **kwargs: Any) -> evaluate.Metric:
+    """A module object of a registered metric without a module folder (``movers.load`` of a run-time metric)."""
+    spec = registry.get(metric)
+    cls = type(class_name(spec.slug), (module_class(spec),), {"__module__": __name__})
+    return cls(**kwargs)
+evaluate_module = module_class

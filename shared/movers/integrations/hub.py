@@ -1,0 +1,171 @@
+"""Find, load and register the evaluate module folders shipped with movers.
+
+* :func:`load` = ``evaluate.load(<packaged folder>)``: no network, always the installed version; a metric
+  registered at run time (no folder) gets its generated module class instantiated directly.
+* :func:`register` copies each module script into evaluate's offline cache fallback
+  (``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--<slug>/<hash>/``) so that a bare
+  ``evaluate.load("<slug>")`` works offline in any new process (evaluate has no plugin mechanism;
+  see the README's "evaluate integration"). ``import movers`` registers automatically (opt out with
+  ``MOVERS_NO_AUTOREGISTER=1``), and writes nothing when the registration is already current (a stamp
+  file records what was registered); ``movers register`` does it explicitly.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+__all__ = ["module_dir", "module_names", "load", "register", "is_registered", "NAMESPACES"]
+
+logger = logging.getLogger("movers")
+
+NAMESPACES = ("evaluate-metric", "movers")
+"""Cache namespaces registered: bare names (``evaluate-metric--<slug>``) and ``movers/<slug>``."""
+
+
+def _modules_root() -> Path:
+    """The module folders packaged in the wheel (movers/evaluate_modules/), or, in a source checkout
+    or editable install, the repository's metrics/ (the same files)."""
+    package = Path(__file__).resolve().parents[1]
+    packaged = package / "evaluate_modules"
+    if packaged.is_dir() and any(packaged.glob("*/*.py")):
+        return packaged
+    return package.parents[1] / "metrics"
+
+
+def module_names() -> list[str]:
+    """Slugs of all shipped modules (folders holding ``<slug>/<slug>.py``)."""
+    root = _modules_root()
+    return sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file())
+
+
+def module_dir(name: str) -> str:
+    """Path of the folder of module `name` (e.g. ``"moverscore"``)."""
+    names = module_names()
+    if name not in names:
+        raise ValueError(f"movers.load: unknown module {name!r}; choose one of {names}.")
+    return str(_modules_root() / name)
+
+
+def load(name: str, *args: Any, **kwargs: Any) -> Any:
+    """``evaluate.load`` of the shipped module `name`, offline and version-exact; for a metric registered at
+    run time (``movers.metrics.register``), an instance of its generated module class."""
+    if name not in module_names():
+        from .. import metrics as registry
+
+        if name in registry.slugs():
+            from .evaluate_module import instance
+
+            if args:
+                kwargs["config_name"] = args[0]
+            return instance(name, **kwargs)
+        raise ValueError(f"movers.load: unknown module {name!r}; choose one of "
+                         f"{sorted(set(module_names()) | set(registry.slugs()))}.")
+    import evaluate
+
+    return evaluate.load(module_dir(name), *args, **kwargs)
+
+
+def _cache_root(modules_cache: str | os.PathLike | None) -> Path:
+    """evaluate's HF_MODULES_CACHE: its resolved value if evaluate is imported (it reads the
+    environment once, at import), else the same rule without importing evaluate (slow)."""
+    if modules_cache is not None:
+        return Path(modules_cache)
+    evaluate = sys.modules.get("evaluate")
+    if evaluate is not None and hasattr(evaluate, "config"):
+        return Path(evaluate.config.HF_MODULES_CACHE)
+    hf_home = os.path.expanduser(os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"),
+                                                                       "huggingface")))
+    return Path(os.getenv("HF_MODULES_CACHE", os.path.join(hf_home, "modules")))
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    if path.is_file() and path.read_bytes() == data:
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".movers-")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+_STAMP = ".movers-registered.json"
+
+
+def _stamp(root: Path, names: list[str], namespaces: Iterable[str]) -> dict:
+    """What a current registration looks like: each script's hash and where it was copied from."""
+    scripts = {name: Path(module_dir(name)) / f"{name}.py" for name in names}
+    return {"namespaces": list(namespaces), "root": str(root),
+            "scripts": {name: [str(path), hashlib.sha256(path.read_bytes()).hexdigest()]
+                        for name, path in scripts.items()}}
+
+
+def _target(root: Path, ns: str, name: str, digest: str) -> Path:
+    return root / "evaluate_modules" / "metrics" / f"{ns}--{name}" / digest / f"{name}.py"
+
+
+def is_registered(names: Iterable[str] | None = None, *, namespaces: Iterable[str] = NAMESPACES,
+                  modules_cache: str | os.PathLike | None = None) -> bool:
+    """Whether the cache already holds this version of every module script (reads, never writes)."""
+    root = _cache_root(modules_cache)
+    names, namespaces = list(names or module_names()), list(namespaces)
+    stamp_file = root / "evaluate_modules" / "metrics" / _STAMP
+    try:
+        recorded = json.loads(stamp_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    expected = _stamp(root, names, namespaces)
+    if any(recorded.get("scripts", {}).get(n) != expected["scripts"][n] for n in names) \
+            or recorded.get("root") != expected["root"] or not set(namespaces) <= set(recorded.get("namespaces", [])):
+        return False
+    return all(_target(root, ns, n, expected["scripts"][n][1]).is_file() for ns in namespaces for n in names)
+
+
+def register(names: Iterable[str] | None = None, *, namespaces: Iterable[str] = NAMESPACES,
+             modules_cache: str | os.PathLike | None = None) -> list[str]:
+    """Copy module scripts into evaluate's cache fallback; returns the script paths written.
+
+    Idempotent and safe to run concurrently (atomic replace); the script's mtime is refreshed so that
+    evaluate (which picks the most recently modified hash folder) loads this version.
+    """
+    root = _cache_root(modules_cache)
+    written = []
+    names, namespaces = list(names or module_names()), list(namespaces)
+    for name in names:
+        script = Path(module_dir(name)) / f"{name}.py"
+        code = script.read_bytes()
+        digest = hashlib.sha256(code).hexdigest()
+        for ns in namespaces:
+            levels = [root, root / "evaluate_modules", root / "evaluate_modules" / "metrics",
+                      root / "evaluate_modules" / "metrics" / f"{ns}--{name}"]
+            folder = levels[-1] / digest
+            folder.mkdir(parents=True, exist_ok=True)
+            for level in levels + [folder]:
+                init = level / "__init__.py"
+                if not init.exists():
+                    init.touch()
+            target = folder / f"{name}.py"
+            _atomic_write(target, code)
+            meta = {"original file path": str(script), "local file path": str(target)}
+            _atomic_write(folder / f"{name}.json", json.dumps(meta).encode())
+            os.utime(target)
+            written.append(str(target))
+    if set(names) == set(module_names()):
+        _atomic_write(root / "evaluate_modules" / "metrics" / _STAMP,
+                      json.dumps(_stamp(root, names, namespaces)).encode())
+    return written
+
+
+def _autoregister() -> None:
+    """Called on ``import movers``; never raises (a read-only cache must not break the import)."""
+    if os.getenv("MOVERS_NO_AUTOREGISTER"):
+        return
+    try:
+        if not is_registered():
+            register()
+    except Exception as err:  # noqa: BLE001 - registration is a convenience, never fatal
+        logger.debug("movers: could not register evaluate modules: %s", err)

