@@ -14,7 +14,7 @@ import movers
 from movers.text.embedding import Encoder, TokenEmbeddings
 from movers import TwmdCentering, twmd
 from movers.core.transport import tempered_plans
-from movers.metrics.twmd import DEFAULT_TEMPERATURES, default_layer
+from movers.metrics.twmd import DEFAULT_TEMPERATURES, MODES, default_layer
 
 from .conftest import REPO, groups, reference_records
 
@@ -63,7 +63,7 @@ def test_hand_computed_2x2():
     row1 = (e(0.8) * 0.4 + e(1.2) * 0.6) / (e(0.8) + e(1.2))
     col0 = (e(2.0) * 1.0 + e(0.8) * 0.4) / (e(2.0) + e(0.8))
     col1 = (e(0.4) * 0.2 + e(1.2) * 0.6) / (e(0.4) + e(1.2))
-    c, r = tempered_plans(s, mask, mask, temperature=0.5, variant="trwmd")
+    c, r = tempered_plans(s, mask, mask, temperature=0.5, mode="softmax")
     assert float((c * s).sum()) == pytest.approx((row0 + row1) / 2, abs=1e-12)
     assert float((r * s).sum()) == pytest.approx((col0 + col1) / 2, abs=1e-12)
     # TWMD, one sweep, candidate side: K = exp(S/T) normalised over each column, then over each row.
@@ -73,7 +73,7 @@ def test_hand_computed_2x2():
     pi = [[q[i][j] / (q[i][0] + q[i][1]) for j in range(2)] for i in range(2)]
     sv = [[1.0, 0.2], [0.4, 0.6]]
     expected = sum(pi[i][j] * sv[i][j] for i in range(2) for j in range(2)) / 2
-    c, _ = tempered_plans(s, mask, mask, temperature=0.5, variant="twmd")
+    c, _ = tempered_plans(s, mask, mask, temperature=0.5, mode="sinkhorn")
     assert float((c * s).sum()) == pytest.approx(expected, abs=1e-12)
 
 
@@ -81,7 +81,7 @@ def test_hand_computed_2x2():
 def test_plans_marginals_and_padding(variant):
     sims = [_random_problem(0, 3, 5), _random_problem(1, 6, 2), _random_problem(2, 4, 4)]
     s, rm, cm = _padded(sims)
-    c, r = tempered_plans(s, rm, cm, temperature=0.1, variant=variant)
+    c, r = tempered_plans(s, rm, cm, temperature=0.1, mode=MODES[variant])
     for b, one in enumerate(sims):
         n, m = one.shape
         torch.testing.assert_close(c[b, :n, :m].sum(1), torch.full((n,), 1 / n, dtype=torch.float64))
@@ -89,7 +89,7 @@ def test_plans_marginals_and_padding(variant):
         assert float(c[b].sum()) == pytest.approx(1.0) and float(r[b].sum()) == pytest.approx(1.0)
         assert not torch.isnan(c).any() and not torch.isnan(r).any()
         # the same problem alone: padding changes nothing
-        c1, r1 = tempered_plans(one[None], rm[b:b + 1, :n], cm[b:b + 1, :m], temperature=0.1, variant=variant)
+        c1, r1 = tempered_plans(one[None], rm[b:b + 1, :n], cm[b:b + 1, :m], temperature=0.1, mode=MODES[variant])
         torch.testing.assert_close(c[b, :n, :m], c1[0], atol=1e-14, rtol=0)
         torch.testing.assert_close(r[b, :n, :m], r1[0], atol=1e-14, rtol=0)
 
@@ -123,7 +123,7 @@ def test_more_iterations_converge_to_the_entropic_plan():
 def test_trwmd_small_temperature_is_max_matching():
     sims = [_random_problem(5, 4, 6), _random_problem(6, 7, 3)]
     s, rm, cm = _padded(sims)
-    c, r = tempered_plans(s, rm, cm, temperature=1e-7, variant="trwmd")
+    c, r = tempered_plans(s, rm, cm, temperature=1e-7, mode="softmax")
     for k, one in enumerate(sims):
         assert float((c[k] * s[k]).sum()) == pytest.approx(float(one.max(1).values.mean()), abs=1e-9)
         assert float((r[k] * s[k]).sum()) == pytest.approx(float(one.max(0).values.mean()), abs=1e-9)
@@ -224,7 +224,7 @@ def test_trwmd_limit_is_bertscore(name, layer, encoders):
     def side(rows, cols):
         sims = [unit(a)[1:-1] @ unit(b).T for a, b in zip(rows, cols)]
         s, rm, cm = _padded(sims)
-        plan, _ = tempered_plans(s, rm, cm, temperature=1e-7, variant="trwmd")
+        plan, _ = tempered_plans(s, rm, cm, temperature=1e-7, mode="softmax")
         # bert_score's quirk (reference README §3): its max also sees the 0 of padded columns, so a row
         # whose best cosine is negative reads 0 when the pair was padded; that gap is added back here.
         gap = [float((-one.max(1).values).clamp_min(0).mean()) for one in sims]

@@ -18,7 +18,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .integrations.hub import _autoregister, load, module_dir, module_names, register
+from .integrations.hub import _autoregister
+from .integrations.hub import load as load
+from .integrations.hub import module_dir as module_dir
+from .integrations.hub import module_names as module_names
+from .integrations.hub import register as register
 
 __version__ = "0.1.0"
 

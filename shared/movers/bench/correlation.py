@@ -21,8 +21,9 @@ import json
 import logging
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -39,7 +40,7 @@ logger = logging.getLogger("movers")
 def _sentbleu(preds: list[str], refs: list[list[str]], **kw) -> list[float]:
     import sacrebleu
 
-    return [sacrebleu.sentence_bleu(p, r, **kw).score for p, r in zip(preds, refs)]
+    return [sacrebleu.sentence_bleu(p, r, **kw).score for p, r in zip(preds, refs, strict=False)]
 
 
 def _bertscore(preds: list[str], refs: list[list[str]], model: str | None = None, layer: int = 6,
@@ -58,7 +59,7 @@ def _rouge_l(preds: list[str], refs: list[list[str]]) -> list[float]:
     from rouge_score import rouge_scorer
 
     scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-    return [max(scorer.score(r, p)["rougeL"].fmeasure for r in rs) for p, rs in zip(preds, refs)]
+    return [max(scorer.score(r, p)["rougeL"].fmeasure for r in rs) for p, rs in zip(preds, refs, strict=False)]
 
 
 BASELINES: dict[str, Callable[..., list[float]]] = {"sentbleu": _sentbleu, "bertscore": _bertscore,
@@ -98,8 +99,8 @@ def correlations(metric: Sequence[float], human: Sequence[float], groups: Sequen
     g = np.asarray(groups if groups is not None else ["all"] * len(m))
     rng = np.random.default_rng(seed)
     names = sorted(set(g))
-    point = {"pearson": [], "spearman": [], "kendall": []}
-    boots = {"pearson": [], "spearman": [], "kendall": []}
+    point: dict[str, list[Any]] = {"pearson": [], "spearman": [], "kendall": []}
+    boots: dict[str, list[Any]] = {"pearson": [], "spearman": [], "kendall": []}
     for name in names:
         idx = np.flatnonzero(g == name)
         mi, hi = m[idx], h[idx]
@@ -110,7 +111,7 @@ def correlations(metric: Sequence[float], human: Sequence[float], groups: Sequen
         bm, bh = mi[sample], hi[sample]
         boots["pearson"].append(_pearson_rows(bm, bh))
         boots["spearman"].append(_pearson_rows(_rank(bm), _rank(bh)))
-        boots["kendall"].append(np.array([stats.kendalltau(a, b)[0] for a, b in zip(bm, bh)]))
+        boots["kendall"].append(np.array([stats.kendalltau(a, b)[0] for a, b in zip(bm, bh, strict=False)]))
     out = {}
     for key in point:
         dist = np.nanmean(np.stack(boots[key]), 0)
@@ -166,7 +167,7 @@ def _plot(path: Path, dataset: str, criterion: str, rows: list[tuple[str, dict]]
     ax.set_xticks(np.arange(n), [textwrap(label) for label in labels], fontsize=7, rotation=20)
     ax.set_title(f"{dataset} / {criterion}", fontsize=9)
     ax.legend(fontsize=7)
-    for ax, (label, _) in zip(axes[1:], rows):
+    for ax, (label, _) in zip(axes[1:], rows, strict=False):
         ax.scatter(scores[label], human, s=3, alpha=0.4)
         ax.set_xlabel(textwrap(label), fontsize=7)
         ax.set_ylabel("human", fontsize=7)
@@ -254,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
             print()
         _plot(out / f"{stem}_{criterion}.png", args.data, criterion, rows, scores, human)
     (out / f"{stem}.json").write_text(json.dumps({"data": args.data, "n": len(records), "refs": args.refs,
-                                                  "preprocessing": data.preprocessing, "group_by": args.group_by, "correlations": summary,
+                                                  "preprocessing": data.preprocessing, "group_by": args.group_by,
+                                                  "correlations": summary,
                                                   "per_group_pearson": per_group,
                                                   "seconds": timing, "scores": scores}, indent=1))
     print(f"saved {out / stem}_*.png and {out / stem}.json")

@@ -81,7 +81,7 @@ def _preprocess(records: list[dict], step: str) -> tuple[list[dict], str]:
     # One call over every distinct string (references repeat across systems).
     texts = sorted({r["hypothesis"] for r in records} | {x for r in records for x in r["references"]})
     done, label = detokenize(texts)
-    table = dict(zip(texts, done))
+    table = dict(zip(texts, done, strict=False))
     return [{**r, "hypothesis": table[r["hypothesis"]], "references": [table[x] for x in r["references"]]}
             for r in records], label
 
@@ -99,7 +99,8 @@ def load_dataset(spec: str, *, root: Path | None = None, preprocess: str = "pape
     folder = root / name
     if not folder.is_dir():
         raise FileNotFoundError(f"correlation: data set {name!r} not found under {root} "
-                                f"(set $MOVERS_DATA to the folder holding the data sets, or keep ../shared/data beside the checkout).")
+                                f"(set $MOVERS_DATA to the folder holding the data sets, or keep ../shared/data beside "
+                                f"the checkout).")
     files = sorted(p for p in folder.glob("*.jsonl") if not p.name.endswith("_docs.jsonl"))
     if split:
         files = [p for p in files if p.stem.endswith(split)]

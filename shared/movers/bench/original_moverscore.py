@@ -4,8 +4,8 @@
 ``tokenizer.max_len`` and ``np.float``. Without touching any installed file, before the import we:
 
 1. point ``from_pretrained`` of ``transformers.DistilBert{Config,Tokenizer,Model}`` at Auto* loaders
-   of the chosen local model folder (restored right after the import) (the model wrapper returns the DistilBERT output tuple the code expects, and ignores
-   the import-time ``.to('cuda:0')``);
+   of the chosen local model folder (restored right after the import); the model wrapper returns the
+   DistilBERT output tuple the code expects, and ignores the import-time ``.to('cuda:0')``;
 2. give the tokenizer ``max_len = model_max_length``; 3. re-add ``np.float = float``.
 
 The recipe is ``../shared/notes/originals.md`` §8.3 (the one that produced the parity fixtures).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import sys
 from types import ModuleType
+from typing import Any
 
 __all__ = ["load_original"]
 
@@ -62,7 +63,7 @@ def load_original(model_path: str) -> ModuleType:
 
     # The original's `from transformers import *` returns the real DistilBert* classes even when the
     # module attributes are replaced (transformers 5 lazy module), so patch their loaders instead.
-    targets = {transformers.DistilBertConfig: _Config.from_pretrained,
+    targets: dict[Any, Any] = {transformers.DistilBertConfig: _Config.from_pretrained,
                transformers.DistilBertTokenizer: _Tokenizer.from_pretrained,
                transformers.DistilBertModel: _Model.from_pretrained}
     saved = {cls: cls.__dict__.get("from_pretrained") for cls in targets}

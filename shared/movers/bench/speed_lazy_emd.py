@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+from typing import Literal
 
 import numpy as np
 import torch
@@ -147,9 +148,12 @@ def _movers_phases(preds: list[str], refs: list[str], *, reg: float, reg_c: floa
              for k in range(len(emb))]
     n = len(preds)
     times = {"encode": encode, "total": total}
-    for key, solver in (("transport", "sinkhorn"), ("transport-plain", "sinkhorn-plain"))[:2 if plain else 1]:
+    solvers: tuple[tuple[str, Literal["sinkhorn", "sinkhorn-plain"]], ...] = (
+        ("transport", "sinkhorn"), ("transport-plain", "sinkhorn-plain"))
+    for key, solver in solvers[:2 if plain else 1]:
         start = time.perf_counter()  # the formula layer: cost matrices + batched solver + mask
-        core.lazy_emd_from_embeddings(list(zip(sides[:n], sides[n:])), reg=reg, reg_candidate=reg_c, reg_reference=reg_r,
+        core.lazy_emd_from_embeddings(list(zip(sides[:n], sides[n:], strict=True)), reg=reg, reg_candidate=reg_c,
+                                      reg_reference=reg_r,
                                       solver=solver, device=encoder.device)
         times[key] = time.perf_counter() - start
     return times, out.scores
@@ -191,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(max(1, args.repeat)):
         timings = {"encode": 0.0, "transport": 0.0}
         start = time.perf_counter()
-        results = [original.score(h, r, timings=timings, **kw) for h, r in zip(preds, refs)]
+        results = [original.score(h, r, timings=timings, **kw) for h, r in zip(preds, refs, strict=False)]
         timings["total"] = time.perf_counter() - start
         best_o = {k: min(v, best_o.get(k, float("inf"))) for k, v in timings.items()}
         phases, ours = _movers_phases(preds, refs, layer=args.layer, plain=not args.no_plain, **kw)

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         times["original moverscore 1.0.3"] = time.perf_counter() - start
         diff = np.abs(np.asarray(ours) - np.asarray(theirs))
         # Token-identical pairs (e.g. 'success .' vs 'success.') carry the original's float32 self-score noise.
-        same = np.array([a == b for a, b in zip(encoder.token_ids(preds), encoder.token_ids(refs))])
+        same = np.array([a == b for a, b in zip(encoder.token_ids(preds), encoder.token_ids(refs), strict=False)])
         max_diff = float(diff[~same].max())
         max_diff_identical = float(diff[same].max()) if same.any() else None
     if "bertscore" not in args.skip:

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {embedding} | {variant} | {t:.2f} | {n_pairs / t:.1f} | {t_text:.2f} | {floor} | {ratio} |")
     print()
 
-    long_rows = []
+    long_rows: list[tuple[int, str, float, float]] = []
     for n in args.long:
         hyp, ref = _long_pair(n)
         for variant in ("wms", "sms", "s+wms"):
@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         print("Long documents (GloVe, one pair, Python-heap peak incl. the cost matrix):\n")
         print("| sentences per side | variant | seconds | peak MiB |")
         print("|---|---|---|---|")
-        for n, variant, t, peak in long_rows:
-            print(f"| {n} | {variant} | {t:.3f} | {peak:.1f} |")
+        for n_sentences, variant, seconds, peak_mib in long_rows:
+            print(f"| {n_sentences} | {variant} | {seconds:.3f} | {peak_mib:.1f} |")
         print()
     print("No original timing: smd.py needs allennlp/ELMo, en_core_web_md and wmd-relax built from source.")
     os.makedirs(args.out, exist_ok=True)

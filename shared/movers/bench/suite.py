@@ -14,8 +14,8 @@ groups). The second table gives each setting's difference to the first ``--metri
 The development suite is for choosing defaults; the validation suite is for the final figures only
 (``--suite validation`` prints a reminder). Scores are cached under ``<out>/scores/`` keyed by set,
 subset and the *explicit* metric options (``--no-cache`` recomputes): after a default changes, a cached
-bare ``moverscore`` still holds the old default's scores, so name options explicitly or clear the cache. Subsets keep the 2-core CI machine's budget:
-sizes are in :data:`SUITES` and in the output.
+bare ``moverscore`` still holds the old default's scores, so name options explicitly or clear the cache.
+Subsets keep the 2-core CI machine's budget: sizes are in :data:`SUITES` and in the output.
 """
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ import json
 import os
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from scipy import stats
@@ -129,13 +129,14 @@ def _score(name: str, kwargs: dict, preds: list[str], refs: list[list[str]]) -> 
 
     if name in BASELINES:
         return score_metric(name, preds, refs, kwargs), f"{name}{json.dumps(kwargs, sort_keys=True)}"
-    import movers
+    from .. import metrics as registry
+    from ..pipeline.call import make_options
 
-    out = getattr(movers, name)(preds, refs, **kwargs)  # = the evaluate module's compute (a thin wrapper)
-    scores = [float(x) for x in out.scores]
-    if name == "lazy_emd":  # distances: lower is better; negate so every correlation reads the same way
-        scores = [-x for x in scores]
-    return scores, str(out.signature)
+    spec = registry.get(name)
+    out = registry.function(spec)(preds, refs, **kwargs)  # = the evaluate module's compute (a thin wrapper)
+    # higher is better for every metric (a distance becomes its reward), so every correlation reads the same way
+    resolved = spec.resolve(make_options(spec, kwargs))
+    return [float(spec.reward(resolved, float(x))) for x in out.scores], str(out.signature)
 
 
 def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, out: Path,
@@ -158,11 +159,12 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
         entry: dict = {"n": len(records), "statistic": protocol.statistic, "group_by": protocol.group_by,
                        "criteria": criteria, "preprocessing": data.preprocessing, "metrics": {}}
         base_dist = None
-        paths = [cache / f"{protocol.spec.replace(':', '-')}_{_cache_key(protocol, data.preprocessing, seed, name, kwargs)}.json"
+        stem = protocol.spec.replace(":", "-")
+        paths = [cache / f"{stem}_{_cache_key(protocol, data.preprocessing, seed, name, kwargs)}.json"
                  for _, name, kwargs in parsed]
         if cached_only and not all(p.is_file() for p in paths):
             continue
-        for (label, name, kwargs), path in zip(parsed, paths):
+        for (label, name, kwargs), path in zip(parsed, paths, strict=False):
             cached = use_cache and path.is_file()
             if cached:
                 saved = json.loads(path.read_text())

@@ -8,7 +8,7 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers register                  register the evaluate modules for bare-name offline loading
     movers bench correlation ...     metric vs human judgments (see movers.bench.correlation)
     movers bench suite ...           settings over every development / validation set (movers.bench.suite)
-    movers bench speed ...           side-by-side timings (see movers.bench.speed_<metric>)
+    movers bench speed ...           side-by-side timings (vs the original where there is one; --generic: any metric)
     movers bench baselines ...       recompute the shipped rescaling baselines (movers/data/baselines.json)
     movers bench scale ...           peak memory vs corpus size, throughput with 1 and 2 processes
     movers space build <slug|all> <dir>   Hugging Face Space folders (see movers.space)
@@ -35,7 +35,9 @@ DEMO_PAIRS = [
 
 def _demo(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="movers demo", description="Score real pairs with evaluate.load('moverscore').")
-    p.add_argument("--metric", default="moverscore")
+    from .. import metrics as registry
+
+    p.add_argument("--metric", default=registry.DEMO)
     args = p.parse_args(argv)
     os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -45,9 +47,9 @@ def _demo(argv: list[str]) -> int:
 
     movers.register([args.metric])
     metric = evaluate.load(args.metric)  # bare name: resolved from evaluate's cache, offline
-    preds, refs = zip(*DEMO_PAIRS)
+    preds, refs = zip(*DEMO_PAIRS, strict=False)
     result = metric.compute(predictions=list(preds), references=list(refs))
-    for (pred, ref), score in zip(DEMO_PAIRS, result["scores"]):
+    for (pred, ref), score in zip(DEMO_PAIRS, result["scores"], strict=False):
         print(f"{score:.4f}  {pred!r} vs {ref!r}")
     print(f"{args.metric} = {result['score']:.4f}")
     print(result["signature"])
@@ -76,7 +78,8 @@ def _bench(argv: list[str]) -> int:
         print("usage: movers bench {speed,correlation,suite,scale,baselines} [options]\n"
               "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
               "  movers bench suite --suite {dev,validation} --metric SLUG[=JSON] [...]\n"
-              "  movers bench speed --metric SLUG [options of that benchmark]\n"
+              "  movers bench speed --metric SLUG [options of that benchmark]   (vs the original)\n"
+              "  movers bench speed --generic --metric SLUG [...] [--against DIR]   (time, memory, floor)\n"
               "  movers bench scale [options]   (peak memory vs corpus size, throughput)\n"
               "  movers bench baselines [--pairs N --out FILE]   (the shipped rescaling baselines)")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
@@ -97,16 +100,25 @@ def _bench(argv: list[str]) -> int:
         from ..bench.suite import main as run_suite
 
         return run_suite(rest)
-    metric = "moverscore"
+    from .. import metrics as registry
+
+    if "--generic" in rest:  # time and peak memory of any metric, beside the encoder floor (and other trees)
+        from ..bench.speed import main as generic
+
+        return generic([a for a in rest if a != "--generic"])
+    metric = registry.DEMO
     if "--metric" in rest:
         i = rest.index("--metric")
         metric = rest[i + 1]
         rest = rest[:i] + rest[i + 2:]
-    try:
+    try:  # a comparison with the metric's original implementation, where movers has one
         module = importlib.import_module(f"movers.bench.speed_{metric}")
     except ModuleNotFoundError:
-        print(f"movers bench speed: no speed benchmark for {metric!r}")
-        return 2
+        from ..bench.speed import main as generic
+
+        print(f"movers bench speed: no comparison with the original for {metric!r}; time and memory instead",
+              file=sys.stderr)
+        return generic(["--metric", metric, *rest])
     return module.main(rest)
 
 

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import io
 import json
 import re
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .. import metrics as registry
 from ..core.options import scalar_kind
@@ -295,11 +297,11 @@ def run(argv: Sequence[str]) -> int:
     hyp_name = "<stdin>" if args.cands == "-" else args.cands
     ref_lines = [read_lines(path, "reference") for path in args.refs]
     hyps = read_lines(args.cands, "hypothesis")
-    counts = {hyp_name: len(hyps), **{path: len(lines) for path, lines in zip(args.refs, ref_lines)}}
+    counts = {hyp_name: len(hyps), **{path: len(lines) for path, lines in zip(args.refs, ref_lines, strict=False)}}
     if len(set(counts.values())) > 1:
         raise UsageError("files must have the same number of lines, got "
                          + ", ".join(f"{name}: {n}" for name, n in counts.items()) + ".")
-    references = [list(group) for group in zip(*ref_lines)]
+    references = [list(group) for group in zip(*ref_lines, strict=False)]
 
     options = parse_options(args.opt, {slug: registry.get(slug) for slug in slugs})
     verbose = args.progress
@@ -317,15 +319,19 @@ def run(argv: Sequence[str]) -> int:
     intervals: dict[str, Interval] = {}
     if args.confidence:
         for slug, res in results.items():
-            corpus = None
             spec = registry.get(slug)
-            if not spec.corpus_from_segments:  # not a mean of segment scores (ΔBLEU): recompute per resample
-                def corpus(idx: Any, _f: Any = registry.function(spec), _o: dict = options[slug]) -> float:
-                    return float(_f([hyps[i] for i in idx], [references[i] for i in idx], **_o).score)
+            # not a mean of segment scores (ΔBLEU): the corpus statistic is recomputed per resample
+            corpus = None if spec.corpus_from_segments else functools.partial(
+                _resampled_corpus, registry.function(spec), hyps, references, options[slug])
             intervals[slug] = bootstrap_interval(res.scores, samples=args.confidence_n, seed=args.seed,
                                                  corpus=corpus)
     sys.stdout.write(_render(args, results, intervals))
     return 0
+
+
+def _resampled_corpus(function: Callable[..., Any], hyps: list[str], references: list[list[str]],
+                      options: dict[str, Any], idx: Any) -> float:
+    return float(function([hyps[i] for i in idx], [references[i] for i in idx], **options).score)
 
 
 def guarded(prog: str, run: Callable[[Sequence[str]], int], argv: Sequence[str] | None) -> int:

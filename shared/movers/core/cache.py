@@ -6,7 +6,8 @@ keyed by what defines it (never by data), and :func:`clear` empties it
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 __all__ = ["cached", "clear"]
 

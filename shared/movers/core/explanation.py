@@ -41,14 +41,15 @@ class Explanation:
 
     @classmethod
     def of(cls, metric: str, prediction: Histogram, reference: Histogram, alignment: Alignment, *,
-           cost_label: str) -> "Explanation":
+           cost_label: str) -> Explanation:
         """Assemble from the formula layer's histograms and alignment (computed with the plan kept)."""
         if alignment.plan is None or alignment.cost is None:
             raise ValueError(f"{metric}: the alignment was computed without its plan (return_plans=False).")
         return cls(metric=metric, prediction_labels=list(prediction.labels), reference_labels=list(reference.labels),
                    prediction_mass=_numpy(prediction.mass), reference_mass=_numpy(reference.mass),
                    cost=np.asarray(alignment.cost, dtype=np.float64), plan=np.asarray(alignment.plan, dtype=np.float64),
-                   score=float(alignment.score), distance=None if alignment.distance is None else float(alignment.distance),
+                   score=float(alignment.score),
+                   distance=None if alignment.distance is None else float(alignment.distance),
                    cost_label=cost_label)
 
     def to_dict(self) -> dict[str, Any]:

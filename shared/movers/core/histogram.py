@@ -7,8 +7,9 @@ prediction's points and columns the reference's.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,10 +36,10 @@ class Histogram:
     def vectors(self) -> Any:
         """The points as the formula compares them: float64, minus `origin` when one is set."""
         if isinstance(self.points, torch.Tensor):
-            x = self.points.to(torch.float64)
-            return x if self.origin is None else x - self.origin
-        x = np.asarray(self.points, dtype=np.float64)
-        return x if self.origin is None else x - np.asarray(self.origin, dtype=np.float64)
+            t = self.points.to(torch.float64)
+            return t if self.origin is None else t - self.origin
+        a = np.asarray(self.points, dtype=np.float64)
+        return a if self.origin is None else a - np.asarray(self.origin, dtype=np.float64)
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ Choices come from ``Literal`` annotations; numeric bounds from the keyword argum
 from __future__ import annotations
 
 import dataclasses
-import functools
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Union
+from typing import Any, Literal, Union
 
 from .validation import _describe, check_choice, check_number
 
@@ -78,16 +78,16 @@ class OptionField:
     info: OptionInfo
 
 
-@functools.lru_cache(maxsize=None)
+_FIELDS: dict[type, tuple[OptionField, ...]] = {}
+
+
 def option_fields(cls: type) -> tuple[OptionField, ...]:
     """The options of dataclass `cls` in declaration order (fields without :func:`option` are not options)."""
-    hints = typing.get_type_hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        info = f.metadata.get("movers")
-        if info is not None:
-            out.append(OptionField(f.name, f.default, hints[f.name], info))
-    return tuple(out)
+    if cls not in _FIELDS:
+        hints = typing.get_type_hints(cls)
+        _FIELDS[cls] = tuple(OptionField(f.name, f.default, hints[f.name], f.metadata["movers"])
+                             for f in dataclasses.fields(cls) if "movers" in f.metadata)
+    return _FIELDS[cls]
 
 
 def _members(hint: Any) -> tuple[Any, ...]:

@@ -7,8 +7,9 @@ pairs they have solved. With ``verbose=False`` nothing is imported or printed.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Any, Iterator
+from typing import Any
 
 __all__ = ["call_progress", "active", "encoding", "pairs_done"]
 
@@ -16,7 +17,7 @@ _BAR: ContextVar[Any] = ContextVar("movers_progress_bar", default=None)
 
 
 @contextlib.contextmanager
-def call_progress(desc: str, total: int, enabled: bool) -> Iterator[Any]:
+def call_progress(desc: str, total: int | None, enabled: bool) -> Iterator[Any]:
     """A tqdm bar for one metric call, or nothing when not `enabled` (or when a bar is already open)."""
     if not enabled or _BAR.get() is not None:
         yield _BAR.get()

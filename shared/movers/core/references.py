@@ -11,8 +11,9 @@ its references with a named reduction; this module is the one place that does bo
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 __all__ = ["ReferenceGroups", "REDUCTIONS", "Reduction", "CHUNK", "segment_chunks"]
 
@@ -55,7 +56,7 @@ class ReferenceGroups:
     counts: list[int]
 
     @classmethod
-    def of(cls, references: Sequence[Sequence[Any]]) -> "ReferenceGroups":
+    def of(cls, references: Sequence[Sequence[Any]]) -> ReferenceGroups:
         flat = [r for group in references for r in group]
         owner = [i for i, group in enumerate(references) for _ in group]
         return cls(flat=flat, owner=owner, counts=[len(group) for group in references])

@@ -1,8 +1,9 @@
 """The one result type of every movers metric."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .signature import Signature
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections import Counter
-from typing import Any, Iterator, Sequence, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 
 import torch
 
@@ -59,16 +60,20 @@ class Scope:
         return n
 
 
-_SCOPE: contextvars.ContextVar[Scope] = contextvars.ContextVar("movers_scope", default=Scope())
+_WHOLE_CALL = Scope()
+_SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("movers_scope", default=None)
 
 
 def current_scope() -> Scope:
     """The scope the metrics see now (the whole call in this process unless a scope was entered)."""
-    return _SCOPE.get()
+    return _SCOPE.get() or _WHOLE_CALL
+
+
+ScopeT = TypeVar("ScopeT", bound=Scope)
 
 
 @contextlib.contextmanager
-def use_scope(scope: Scope) -> Iterator[Scope]:
+def use_scope(scope: ScopeT) -> Iterator[ScopeT]:
     """Make `scope` the active one for the metric calls inside the ``with`` block."""
     token = _SCOPE.set(scope)
     try:
@@ -130,7 +135,7 @@ class ProcessGroupScope(Scope):
             dense = self._reduce(dense)
             nz = torch.nonzero(dense).flatten().tolist()
             counts = dense[nz].tolist()
-            return Counter(dict(zip(nz, counts)))  # type: ignore[return-value]
+            return Counter(dict(zip(nz, counts, strict=True)))  # type: ignore[return-value]
         if isinstance(value, torch.Tensor):
             return self._reduce(value).to(value.dtype)  # type: ignore[return-value]
         if isinstance(value, list):
@@ -138,7 +143,7 @@ class ProcessGroupScope(Scope):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"distributed_scoring: cannot sum a {type(value).__name__} across ranks.")
         dtype = torch.int64 if isinstance(value, int) else torch.float64
-        return type(value)(self._reduce(torch.tensor([value], dtype=dtype))[0].item())  # type: ignore[return-value]
+        return type(value)(self._reduce(torch.tensor([value], dtype=dtype))[0].item())
 
     def gather(self, values: Sequence[T]) -> list[T]:
         parts: list[Any] = [None] * self.world

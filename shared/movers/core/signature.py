@@ -6,8 +6,8 @@ history is in the README's "Signature" section; a test pins the exact strings.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from importlib import metadata
-from typing import Iterable, Sequence
 
 from . import cache
 
@@ -33,7 +33,7 @@ class Signature(str):
     fields: tuple[Field, ...]
     versions: tuple[Field, ...]
 
-    def __new__(cls, name: str, fields: Iterable[Field], versions: Iterable[Field] = ()) -> "Signature":
+    def __new__(cls, name: str, fields: Iterable[Field], versions: Iterable[Field] = ()) -> Signature:
         fields, versions = tuple(fields), tuple(versions)
         self = super().__new__(cls, format_signature(name, [*fields, *versions]))
         self.name, self.fields, self.versions = name, fields, versions
@@ -45,17 +45,17 @@ class Signature(str):
     def __repr__(self) -> str:
         return str.__repr__(self)
 
-    def add(self, *fields: Field) -> "Signature":
+    def add(self, *fields: Field) -> Signature:
         """The signature with `fields` appended after the existing ones (before the versions)."""
         return Signature(self.name, (*self.fields, *fields), self.versions)
 
-    def set(self, key: str, value: object) -> "Signature":
+    def set(self, key: str, value: object) -> Signature:
         """The signature with field `key` set to `value` (it must exist)."""
         if key not in dict(self.fields):
             raise KeyError(f"signature: no field {key!r} in {self.name}.")
         return Signature(self.name, tuple((k, value if k == key else v) for k, v in self.fields), self.versions)
 
-    def without(self, *keys: str) -> "Signature":
+    def without(self, *keys: str) -> Signature:
         """The signature without the fields `keys`."""
         return Signature(self.name, tuple((k, v) for k, v in self.fields if k not in keys), self.versions)
 

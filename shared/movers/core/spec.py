@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Mapping, Sequence, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from .result import Scores
 
 __all__ = ["MetricSpec", "Inputs", "Output", "Example", "SEGMENT_OUTPUTS"]
 
-O = TypeVar("O")
+OptionsT = TypeVar("OptionsT")
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Inputs:
     def __len__(self) -> int:
         return len(self.predictions)
 
-    def select(self, indices: Sequence[int], references: Sequence[Sequence[Any]] | None = None) -> "Inputs":
+    def select(self, indices: Sequence[int], references: Sequence[Sequence[Any]] | None = None) -> Inputs:
         """The segments `indices` (with other `references` when given: a baseline's random pairing)."""
         refs = [list(references[k]) for k in range(len(indices))] if references is not None else \
             [self.references[i] for i in indices]
@@ -72,7 +73,7 @@ class Example:
     weights: str = ""
 
 
-class MetricSpec(ABC, Generic[O]):
+class MetricSpec(ABC, Generic[OptionsT]):
     """One metric's declaration and the hooks of the pipeline that scores it.
 
     Class attributes declare the facts every surface needs; methods give the per-options facts (worst
@@ -114,6 +115,8 @@ class MetricSpec(ABC, Generic[O]):
     module_examples: ClassVar[str] = ""
     """Doctest of the evaluate module (run by the tests)."""
     space_examples: ClassVar[tuple[Example, ...]] = ()
+    bench_options: ClassVar[Mapping[str, Any]] = {}
+    """The options the speed and scale benches run with (the call-level statistics switched on)."""
     exports: ClassVar[Mapping[str, Any]] = {}
     """Public names of the metric file (``movers.<name>``), e.g. a table class to fit."""
 
@@ -128,38 +131,38 @@ class MetricSpec(ABC, Generic[O]):
         return tuple(sorted(fields, key=lambda f: (f.name not in own, list(own).index(f.name) if f.name in own
                                                    else 0)))
 
-    def name(self, options: O) -> str:
+    def name(self, options: OptionsT) -> str:
         """The prefix of error messages and warnings (SMS: its variant's slug)."""
         return self.slug
 
-    def check(self, options: O) -> None:
+    def check(self, options: OptionsT) -> None:
         """Rules between options and checks of values the declarations cannot express."""
 
-    def resolve(self, options: O) -> O:
+    def resolve(self, options: OptionsT) -> OptionsT:
         """Options with presets applied (fields left None take the preset's value)."""
         return options
 
     # --------------------------------------------------------------------------- per-options facts
 
-    def worst(self, options: O) -> dict[str, Any]:
+    def worst(self, options: OptionsT) -> dict[str, Any]:
         """The per-segment outputs of an empty prediction (``empty_predictions="worst"``): the worst value."""
         raise NotImplementedError(f"{self.slug}: no worst value declared")
 
-    def reward(self, options: O, score: float) -> float:
+    def reward(self, options: OptionsT, score: float) -> float:
         """A segment score as a higher-is-better reward (the default: the score, negated for distances)."""
         return score if self.higher_is_better else -score
 
-    def corpus(self, options: O, segments: Mapping[str, Any]) -> tuple[float, dict[str, Any]]:
+    def corpus(self, options: OptionsT, segments: Mapping[str, Any]) -> tuple[float, dict[str, Any]]:
         """The corpus score and corpus-level outputs from the per-segment outputs (mean of the scores)."""
         return float(np.mean(segments["scores"])), {}
 
-    def details(self, options: O, prediction: Any, references: list[Any],
+    def details(self, options: OptionsT, prediction: Any, references: list[Any],
                 weights: list[float] | None) -> dict[str, Any] | None:
         """A table explaining one segment where there is no transport plan (ΔBLEU's n-gram credits):
         ``{"caption", "headers", "data"}``; None when the metric has none."""
         return None
 
-    def can_rescale(self, options: O) -> bool:
+    def can_rescale(self, options: OptionsT) -> bool:
         """Whether ``baseline=`` applies with these options (a similarity with maximum 1)."""
         return self.rescalable
 
@@ -179,7 +182,7 @@ class MetricSpec(ABC, Generic[O]):
         return Inputs(preds, refs, dict(extra))
 
     @abstractmethod
-    def run(self, options: O, inputs: Inputs) -> Scores:
+    def run(self, options: OptionsT, inputs: Inputs) -> Scores:
         """Score validated inputs with resolved options (the pipeline's part after the front)."""
 
     # ------------------------------------------------------------------------------------- helpers

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Set
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence, Set
+from typing import Any
 
 __all__ = [
     "check_predictions",
@@ -174,7 +174,7 @@ def check_reference_weights(metric: str, weights: Any, refs: list[list[str]]) ->
         raise ValueError(f"{metric}: `predictions` and `reference_weights` must have the same length, "
                          f"got {len(refs)} and {len(weights)}.")
     out = []
-    for i, (row, seg_refs) in enumerate(zip(weights, refs)):
+    for i, (row, seg_refs) in enumerate(zip(weights, refs, strict=False)):
         if _is_number(row):
             row = [row]
         row = _check_list(metric, f"reference_weights[{i}]", row, "a list of numbers")

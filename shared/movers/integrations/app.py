@@ -15,10 +15,10 @@ import html
 import io
 import re
 import typing
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .. import metrics as registry
 from ..core.options import OptionField, Widget, choices_of, scalar_kind
@@ -146,7 +146,7 @@ def parse_inputs(predictions: str, references: str, weights: str | None = None
         raise InputError("reference weights", f"{len(weight_lines)} line(s) for {len(preds)} prediction(s); give "
                                               f"one line per prediction, or leave the field empty for weight 1.")
     out: list[list[float]] = []
-    for i, (line, seg_refs) in enumerate(zip(weight_lines, refs), 1):
+    for i, (line, seg_refs) in enumerate(zip(weight_lines, refs, strict=False), 1):
         items = [w.strip() for w in line.split(REF_SEP)]
         if len(items) != len(seg_refs):
             raise InputError("reference weights", f"line {i} has {len(items)} weight(s) for {len(seg_refs)} "
@@ -254,7 +254,7 @@ def build(name: str, card: str | Path | None = None):
         return module_cache["m"]
 
     def compute(predictions: str, references: str, weights: str, segment: float | None, *raw_options):
-        options = {o.name: o.value(v) for o, v in zip(page_.options, raw_options)}
+        options = {o.name: o.value(v) for o, v in zip(page_.options, raw_options, strict=False)}
         options = {k: v for k, v in options.items() if v is not None}
         # On bad input: the message, and no stale or placeholder result beside it.
         hidden = gr.update(value=None, visible=False)
@@ -283,7 +283,7 @@ def build(name: str, card: str | Path | None = None):
         extras = [k for k in page_.segment_extras if isinstance(result.get(k), list)]
         headers = ["#", "score", *extras, "prediction", "reference(s)"]
         rows = [[i + 1, _fmt(result["scores"][i]), *[_fmt(result[k][i]) for k in extras], p, f" {REF_SEP} ".join(r)]
-                for i, (p, r) in enumerate(zip(preds, refs))]
+                for i, (p, r) in enumerate(zip(preds, refs, strict=False))]
         table = {"headers": headers, "data": rows}
 
         k = min(max(int(segment or 1), 1), len(preds)) - 1

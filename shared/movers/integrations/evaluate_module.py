@@ -21,6 +21,7 @@ worst value by default, with a warning), with the options given to `compute`.
 """
 from __future__ import annotations
 
+import logging
 import re
 import textwrap
 from typing import Any
@@ -33,6 +34,8 @@ from ..core import validation as v
 from ..core.options import type_text
 from ..core.spec import MetricSpec
 from ..pipeline.call import signature_of
+
+logger = logging.getLogger("movers")
 
 __all__ = ["MoversMetric", "module_class", "evaluate_module", "text_features", "kwargs_description", "instance"]
 
@@ -132,21 +135,24 @@ class MoversMetric(evaluate.Metric):
         holds now (its open cache file, or the files the failing `compute` gathered)."""
         import os
 
-        if self.writer is not None:
+        writer: Any = getattr(self, "writer", None)
+        if writer is not None:
             try:
-                self.writer.finalize()
-            except Exception:  # a half-written batch may not finalise; it is dropped anyway
-                pass
-        paths = list(self.file_paths or []) + ([self.cache_file_name] if self.cache_file_name else [])
-        locks = list(self.filelocks or []) + ([self.filelock] if self.filelock is not None else [])
+                writer.finalize()
+            except Exception as err:  # a half-written batch may not finalise; it is dropped anyway
+                logger.debug("%s: discarding a writer that did not finalise: %s", self.name, err)
+        cache_file: Any = getattr(self, "cache_file_name", None)
+        own_lock: Any = getattr(self, "filelock", None)
+        paths = list(self.file_paths or []) + ([cache_file] if cache_file else [])
+        locks = list(self.filelocks or []) + ([own_lock] if own_lock is not None else [])
         for path in paths:
             if path and os.path.exists(path):
                 os.remove(path)
         for lock in locks:
             try:
                 lock.release()
-            except Exception:
-                pass
+            except Exception as err:  # a lock of a process that is gone; nothing to release
+                logger.debug("%s: could not release %s: %s", self.name, lock, err)
         self.writer = self.buf_writer = self.data = self.selected_feature_format = None
         self.cache_file_name = self.filelock = self.file_paths = self.filelocks = None
 
@@ -224,27 +230,29 @@ def module_class(metric: str | MetricSpec) -> type:
     description = " ".join(spec.summary.split())
     inputs_description = kwargs_description(spec)
 
-    def _info(self: evaluate.Metric) -> evaluate.MetricInfo:
-        if self.config_name not in spec.configs:
-            raise ValueError(f"{spec.slug}: unknown configuration {self.config_name!r}; choose one of "
-                             f"{list(spec.configs)}.")
-        return evaluate.MetricInfo(
-            description=description, citation=spec.citation, inputs_description=inputs_description,
-            features=text_features(segmented=spec.documents, weights=spec.configs[self.config_name]),
-            codebase_urls=list(spec.codebase_urls), reference_urls=list(spec.reference_urls))
+    class Base(MoversMetric):
+        __doc__ = f"{description}\n{inputs_description}"
+        __movers_spec__ = spec
 
-    def _compute(self: evaluate.Metric, predictions: Any, references: Any, **options: Any) -> dict[str, Any]:
-        return function(predictions, references, **options).to_dict()
+        def _info(self) -> evaluate.MetricInfo:
+            if self.config_name not in spec.configs:
+                raise ValueError(f"{spec.slug}: unknown configuration {self.config_name!r}; choose one of "
+                                 f"{list(spec.configs)}.")
+            return evaluate.MetricInfo(
+                description=description, citation=spec.citation, inputs_description=inputs_description,
+                features=text_features(segmented=spec.documents, weights=spec.configs[self.config_name]),
+                codebase_urls=list(spec.codebase_urls), reference_urls=list(spec.reference_urls))
 
-    _compute.__signature__ = signature_of(spec, self_param=True)  # type: ignore[attr-defined]
+        def _compute(self, predictions: Any, references: Any, **options: Any) -> dict[str, Any]:
+            return function(predictions, references, **options).to_dict()
 
-    def __init_subclass__(cls: type, **kwargs: Any) -> None:
-        super(base, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
-        cls.__doc__ = cls.__doc__ or base.__doc__
+        def __init_subclass__(cls, **kwargs: Any) -> None:
+            super().__init_subclass__(**kwargs)
+            cls.__doc__ = cls.__doc__ or Base.__doc__  # the shim's class shows the generated docs
 
-    base = type(f"{class_name(spec.slug)}Module", (MoversMetric,), {
-        "__doc__": f"{description}\n{inputs_description}", "__module__": __name__, "__movers_spec__": spec,
-        "_info": _info, "_compute": _compute, "__init_subclass__": classmethod(__init_subclass__)})
+    Base._compute.__signature__ = signature_of(spec, self_param=True)  # type: ignore[attr-defined]
+    Base.__name__ = Base.__qualname__ = f"{class_name(spec.slug)}Module"
+    base = Base
     _CLASSES[spec.slug] = base
     return base
 

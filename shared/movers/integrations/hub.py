@@ -17,8 +17,9 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = ["module_dir", "module_names", "load", "register", "is_registered", "NAMESPACES"]
 

@@ -8,7 +8,8 @@ turns any movers metric into ``f(completions, **dataset_columns) -> list[float]`
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .. import metrics as registry
 from ..core.spec import MetricSpec
@@ -79,8 +80,9 @@ class Reward:
             self.signature = str(result.signature)
             values = [self.spec.reward(self._resolved, s) for s in result.scores]
             if any(not math.isfinite(v) for v in values):
-                raise ValueError(f"reward: {self.metric} returned a non-finite score; check the options {self.options!r}.")
-            for i, value in zip(keep, values):
+                raise ValueError(f"reward: {self.metric} returned a non-finite score; check the options "
+                                 f"{self.options!r}.")
+            for i, value in zip(keep, values, strict=False):
                 rewards[i] = float(value)
         return rewards
 

@@ -20,7 +20,10 @@ from .moverscore import MOVERSCORE
 from .sms import S_WMS, SMS, WMS
 from .twmd import TWMD
 
-__all__ = ["register", "unregister", "get", "function", "slugs", "specs", "exports"]
+__all__ = ["register", "unregister", "get", "function", "slugs", "specs", "exports", "DEMO"]
+
+DEMO = MOVERSCORE.slug
+"""The metric ``movers demo`` (the README's first command) and ``movers bench speed`` run by default."""
 
 _SPECS: dict[str, MetricSpec] = {}
 _FUNCTIONS: dict[str, MetricFunction] = {}

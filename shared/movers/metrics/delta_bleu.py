@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, cast
 
 from sacrebleu.metrics.bleu import BLEU, BLEUScore
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
@@ -151,26 +152,9 @@ class DeltaBleu(MetricSpec[DeltaBleuOptions]):
         """
         preds, refs, rated = inputs.predictions, inputs.references, inputs.extra.get("reference_weights")
         weights = rated if rated is not None else [[1.0] * len(r) for r in refs]
-        order = o.max_ngram_order
-        # sacreBLEU's own tokenizer object; texts are prepared exactly as BLEU._preprocess_segment does.
-        bleu = BLEU(lowercase=o.lowercase, tokenize=o.tokenize, smooth_method=o.smooth_method,
-                    smooth_value=o.smooth_value, max_ngram_order=order, effective_order=o.effective_order)
-        cache: dict[str, tuple[Counter, int]] = {}
-
-        def ngrams(text: str) -> tuple[Counter, int]:
-            if text not in cache:
-                prepared = bleu.tokenizer((text.lower() if o.lowercase else text).rstrip())
-                cache[text] = extract_all_word_ngrams(prepared, 1, order)
-            return cache[text]
-
+        order, bleu, score = o.max_ngram_order, _bleu(o), _Scorer(o)
+        ngrams = _NgramCache(bleu, o.lowercase, order)
         segment = _paper_segment if o.variant == "paper" else _galley_segment
-        finish = _paper_score if o.variant == "paper" else _galley_score
-        smooth_value = o.smooth_value
-        if smooth_value is None:  # the default of the sacreBLEU version each variant follows
-            smooth_value = (BLEU.SMOOTH_DEFAULTS[o.smooth_method] if o.variant == "paper"
-                            else _FORK_SMOOTH_VALUE if o.smooth_method in ("floor", "add-k") else None)
-        options = dict(smooth_method=o.smooth_method, smooth_value=smooth_value, effective_order=o.effective_order,
-                       max_ngram_order=order)
         # This process scores segments `part` (all of them unless scoring is distributed or streamed); the
         # corpus score comes from the statistics summed over the whole call.
         scope = current_scope()
@@ -180,19 +164,12 @@ class DeltaBleu(MetricSpec[DeltaBleuOptions]):
                             *(math.fsum(s[2][n] for s in stats) for n in range(order)),
                             *(math.fsum(s[3][n] for s in stats) for n in range(order))])
         scope.statistics_done()
-        scores = scope.gather([finish(*s, **options).score for s in stats])
-        corpus = finish(int(sums[0]), int(sums[1]), sums[2:2 + order], sums[2 + order:], **options)
-        smooth_label = f"{o.smooth_method}[{smooth_value:.2f}]" if o.smooth_method in ("floor", "add-k") \
-            else o.smooth_method
+        scores = scope.gather([score(*s).score for s in stats])
+        corpus = score(int(sums[0]), int(sums[1]), sums[2:2 + order], sums[2 + order:])
         signature = Signature("DeltaBLEU", (
-            ("variant", o.variant),
-            ("nrefs", nrefs_label(refs)),
-            ("w", "uniform" if rated is None else "rated"),
-            ("order", order),
-            ("case", "lc" if o.lowercase else "mixed"),
-            ("eff", o.effective_order),
-            ("tok", bleu.tokenizer.signature()),
-            ("smooth", smooth_label),
+            ("variant", o.variant), ("nrefs", nrefs_label(refs)), ("w", "uniform" if rated is None else "rated"),
+            ("order", order), ("case", "lc" if o.lowercase else "mixed"), ("eff", o.effective_order),
+            ("tok", bleu.tokenizer.signature()), ("smooth", score.label),
         ), library_versions("sacrebleu"))
         extra = {"precisions": [float(p) for p in corpus.precisions], "bp": float(corpus.bp),
                  "sys_len": int(corpus.sys_len), "ref_len": int(corpus.ref_len),
@@ -235,7 +212,7 @@ def delta_bleu_ngrams(prediction: str, references: list[str], weights: list[floa
     max_w = max(weights)
     rows = []
     for gram, count in sorted(hyp.items(), key=lambda kv: (len(kv[0]), kv[0])):
-        having = [(j, w, ref[gram]) for j, (ref, w) in enumerate(zip(refs, weights)) if gram in ref]
+        having = [(j, w, ref[gram]) for j, (ref, w) in enumerate(zip(refs, weights, strict=False)) if gram in ref]
         if not having:
             j, w, credit = -1, 0.0, 0.0
         elif variant == "galley":
@@ -247,6 +224,46 @@ def delta_bleu_ngrams(prediction: str, references: list[str], weights: list[floa
         rows.append({"ngram": " ".join(gram), "n": len(gram), "count": count, "reference": j + 1,
                      "weight": w, "credit": credit, "total": max_w * count})
     return rows
+
+
+def _bleu(o: DeltaBleuOptions) -> BLEU:
+    """sacreBLEU's own BLEU object (its tokenizer prepares texts exactly as BLEU._preprocess_segment does)."""
+    return BLEU(lowercase=o.lowercase, tokenize=o.tokenize, smooth_method=o.smooth_method,
+                smooth_value=o.smooth_value, max_ngram_order=o.max_ngram_order, effective_order=o.effective_order)
+
+
+class _NgramCache:
+    """n-gram counts and length of each text, tokenised once per call."""
+
+    def __init__(self, bleu: BLEU, lowercase: bool, order: int) -> None:
+        self.bleu, self.lowercase, self.order = bleu, lowercase, order
+        self.cache: dict[str, tuple[Counter, int]] = {}
+
+    def __call__(self, text: str) -> tuple[Counter, int]:
+        if text not in self.cache:
+            prepared = self.bleu.tokenizer((text.lower() if self.lowercase else text).rstrip())
+            self.cache[text] = extract_all_word_ngrams(prepared, 1, self.order)
+        return self.cache[text]
+
+
+class _Scorer:
+    """Statistics -> BLEUScore with the variant's scoring and smoothing (value None: the default of the
+    sacreBLEU version each variant follows); `label` is the signature's ``smooth`` field."""
+
+    def __init__(self, o: DeltaBleuOptions) -> None:
+        self.o = o
+        value = o.smooth_value
+        if value is None:
+            value = (BLEU.SMOOTH_DEFAULTS[o.smooth_method] if o.variant == "paper"
+                     else _FORK_SMOOTH_VALUE if o.smooth_method in ("floor", "add-k") else None)
+        self.value = value
+        self.label = f"{o.smooth_method}[{value:.2f}]" if value is not None and o.smooth_method in ("floor", "add-k") \
+            else o.smooth_method
+
+    def __call__(self, sys_len: int, ref_len: int, correct: list[float], total: list[float]) -> BLEUScore:
+        finish = _paper_score if self.o.variant == "paper" else _galley_score
+        return finish(sys_len, ref_len, correct, total, smooth_method=self.o.smooth_method, smooth_value=self.value,
+                      effective_order=self.o.effective_order, max_ngram_order=self.o.max_ngram_order)
 
 
 # ---------------------------------------------------------------- segment statistics
@@ -267,7 +284,7 @@ def _segment_statistics(hyp: tuple[Counter, int], refs: list[tuple[Counter, int]
     for gram, count in hyp_ngrams.items():
         n = len(gram) - 1
         total[n] += max_w * count
-        containing = [(ref[gram], w) for (ref, _), w in zip(refs, weights) if gram in ref]
+        containing = [(ref[gram], w) for (ref, _), w in zip(refs, weights, strict=False) if gram in ref]
         if containing:
             correct[n] += credit(count, containing)
     return hyp_len, _closest_length(hyp_len, [length for _, length in refs]), correct, total
@@ -290,7 +307,9 @@ def _galley_segment(hyp, refs, weights, order):
 def _paper_score(sys_len: int, ref_len: int, correct: list[float], total: list[float], *, smooth_method: str,
                  smooth_value: float | None, effective_order: bool, max_ngram_order: int) -> BLEUScore:
     """sacreBLEU 2.x's own `BLEU.compute_bleu` on the weighted statistics (negative sums set to 0)."""
-    return BLEU.compute_bleu([max(c, 0.0) for c in correct], list(total), sys_len, ref_len,
+    # sacreBLEU annotates the counts as ints; weighted counts are floats, which its arithmetic takes as they are
+    return BLEU.compute_bleu(cast(list[int], [max(c, 0.0) for c in correct]), cast(list[int], list(total)),
+                             sys_len, ref_len,
                              smooth_method=smooth_method, smooth_value=smooth_value,
                              effective_order=effective_order, max_ngram_order=max_ngram_order)
 
@@ -303,13 +322,14 @@ def _galley_score(sys_len: int, ref_len: int, correct: list[float], total: list[
     default smoothing value is 0 (`_FORK_SMOOTH_VALUE`, resolved by the caller)."""
     correct = [max(c, 0.0) for c in correct]
     total = list(total)
+    value = 0.0 if smooth_value is None else smooth_value  # resolved by the caller for 'floor' and 'add-k'
     precisions = [0.0] * max_ngram_order
     smooth_mteval = 1.0
     eff_order = max_ngram_order
     for n in range(max_ngram_order):
         if smooth_method == "add-k" and n > 1:
-            correct[n] += smooth_value
-            total[n] += smooth_value
+            correct[n] += value
+            total[n] += value
         if total[n] == 0:
             break
         if effective_order:
@@ -319,7 +339,7 @@ def _galley_score(sys_len: int, ref_len: int, correct: list[float], total: list[
                 smooth_mteval *= 2
                 precisions[n] = 100.0 / (smooth_mteval * total[n])
             elif smooth_method == "floor":
-                precisions[n] = 100.0 * smooth_value / total[n]
+                precisions[n] = 100.0 * value / total[n]
         else:
             precisions[n] = 100.0 * correct[n] / total[n]
     bp = 1.0
@@ -327,7 +347,7 @@ def _galley_score(sys_len: int, ref_len: int, correct: list[float], total: list[
         bp = math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0
     log_sum = sum(math.log(p) if p > 0 else -9999999999 for p in precisions[:eff_order])  # sacreBLEU's my_log
     score = bp * math.exp(log_sum / eff_order)
-    return BLEUScore(score, correct, total, precisions, bp, sys_len, ref_len)
+    return BLEUScore(score, cast(list[int], correct), cast(list[int], total), precisions, bp, sys_len, ref_len)
 
 
 DELTA_BLEU = DeltaBleu()

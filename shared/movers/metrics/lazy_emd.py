@@ -32,7 +32,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -82,11 +82,11 @@ class LazyEmdOptions(EmbeddingOptions):
                                   checked=False)
     preset: Literal["original", "paper"] = option(DEFAULT_PRESET, """"original" (default: plan entries with cost
         >= 0.999 zeroed after solving, as the authors' code) or "paper" (no mask).""")
-    mask: Union[bool, float, None] = option(None, """Override the preset's mask: True (threshold 0.999), False
+    mask: bool | float | None = option(None, """Override the preset's mask: True (threshold 0.999), False
         (no mask) or a cost threshold in (0, 2]; None = the preset's.""",
                                             widget=Widget("dropdown", ("(preset)", "True", "False"),
                                                           {"(preset)": None, "True": True, "False": False}))
-    idf: Union[bool, Idf] = option(False, """False (default, the original): uniform masses 1/(L-2) on the real
+    idf: bool | Idf = option(False, """False (default, the original): uniform masses 1/(L-2) on the real
         tokens; True: IDF from this call's references (bert_score's convention, used for both sides); or a
         fitted movers.Idf table. [CLS]/[SEP] always get mass 0.""")
     model: str | None = model_option()
@@ -132,7 +132,7 @@ def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, re
     a = [torch.as_tensor(h.mass, dtype=torch.float64) for h, _ in pairs]
     b = [torch.as_tensor(r.mass, dtype=torch.float64) for _, r in pairs]
     if solver == "emd":
-        solved = [emd(a_k, b_k, c) for a_k, b_k, c in zip(a, b, costs)]
+        solved = [emd(a_k, b_k, c) for a_k, b_k, c in zip(a, b, costs, strict=False)]
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # reported once, per segment, by the caller
@@ -140,7 +140,8 @@ def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, re
                                   reg=reg, reg_a=reg_candidate, reg_b=reg_reference, max_iter=max_iter, tol=tol,
                                   accelerate=solver == "sinkhorn")
     out = []
-    for t, c in zip(solved, costs):
+    for t, c in zip(solved, costs, strict=True):
+        assert t.plan is not None
         plan = t.plan if mask is None else t.plan * (c < mask)
         masked_out = mask is not None and float(t.plan.sum()) > 0 and float(plan.sum()) <= 1e-12 * float(t.plan.sum())
         d = float((plan * c).sum())
@@ -221,6 +222,7 @@ class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
     codebase_urls = ("https://github.com/Beastlyprime/lazy_emd",)
     reference_urls = ("https://www.ijcai.org/proceedings/2020/516",)
     higher_is_better = False
+    bench_options = {"idf": True}
     scores_doc = "the Lazy-EMD distance per segment, in input order; lower is better"
     outputs = (Output("similarities", "list of float", "1 - distance per segment, higher is better (1 for identical "
                       "texts)."),
@@ -254,7 +256,8 @@ class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
         for arg in ("reg_candidate", "reg_reference"):  # λ in [0, inf]: infinity is meaningful (exact marginal)
             value = getattr(o, arg)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"lazy_emd: `{arg}` must be a number in [0, inf], got {type(value).__name__} {value!r}.")
+                raise TypeError(f"lazy_emd: `{arg}` must be a number in [0, inf], got {type(value).__name__} "
+                                f"{value!r}.")
             if math.isnan(value) or value < 0:
                 raise ValueError(f"lazy_emd: `{arg}` must be a number in [0, inf], got {value}.")
         if o.solver == "emd" and o.mask is not None:

@@ -31,7 +31,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Union
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -60,7 +60,7 @@ DEFAULT_PRESET = "1.0.3"
 
 Cost = Literal["euclidean", "sqeuclidean", "cosine"]
 Transform = Literal["1-d", "1/(1+d)", "exp(-d)", "d"]
-IdfSpec = Union[bool, Idf, tuple[Idf, Idf]]
+IdfSpec = bool | Idf | tuple[Idf, Idf]
 
 
 @dataclass(frozen=True)
@@ -203,6 +203,7 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
     codebase_urls = ("https://github.com/AIPHES/emnlp19-moverscore",)
     reference_urls = ("https://aclanthology.org/D19-1053",)
     rescalable = True
+    bench_options = {"idf": True}
     scores_doc = "one score per segment, in input order; higher is better"
     outputs = (Output("distances", "list of float", """the earth mover's distance per segment (for several
                       references the mean, or the min with "max")."""),)
@@ -344,7 +345,8 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
         agg = ctx.options.reference_aggregation
         # The distance of the reference the score came from: mean of distances, or the smallest one.
         return {"scores": groups.aggregate([p.score for p in pairs], agg),
-                "distances": groups.aggregate([p.distance for p in pairs], "mean" if agg == "mean" else "min")}
+                "distances": groups.aggregate(cast(list[float], [p.distance for p in pairs]),
+                                              "mean" if agg == "mean" else "min")}
 
     def signature(self, ctx: MoverScoreContext, inputs: Inputs, center: str) -> Signature:
         o, encoder = ctx.options, ctx.encoder

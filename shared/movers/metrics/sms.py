@@ -36,7 +36,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -63,7 +63,7 @@ __all__ = ["SMS", "S_WMS", "WMS", "SmsOptions", "sms_from_embeddings", "DEFAULT_
 DEFAULT_EMBEDDING = "glove"
 """GloVe 6B 50d: higher SummEval (development) correlations than MiniLM for all three variants (card)."""
 
-Document = Union[str, Sequence[str]]
+Document = str | Sequence[str]
 _NAMES = {"sms": "SMS", "wms": "WMS", "s+wms": "S+WMS"}
 _BLOCK_SENTENCES = 4096
 """Unique sentences embedded at a time: bounds memory for long corpora; never changes a score."""
@@ -108,7 +108,7 @@ class _Document:
         w, s = self.words, self.sentences
         return Histogram(w.labels + s.labels, np.concatenate([w.mass, s.mass]), np.concatenate([w.points, s.points]))
 
-    def shifted(self, mean: np.ndarray) -> "_Document":
+    def shifted(self, mean: np.ndarray) -> _Document:
         """`mean` subtracted from every word vector (and so from every sentence vector, a mean of words)."""
         w, s = self.words, self.sentences
         return _Document(Histogram(w.labels, w.mass, w.points - mean), Histogram(s.labels, s.mass, s.points - mean))
@@ -193,9 +193,9 @@ def _word_vectors(sentences: list[str], words_of: dict[str, list[str]], encoder:
         for j, (s, e) in enumerate(offsets[t][: content.shape[0]]):
             if e <= s:
                 continue
-            w = bisect.bisect_right(starts, e - 1) - 1  # the word holding the piece's last character
-            total[w] += content[j]
-            count[w] += 1
+            word = bisect.bisect_right(starts, e - 1) - 1  # the word holding the piece's last character
+            total[word] += content[j]
+            count[word] += 1
         out[sent] = total / np.maximum(count, 1)[:, None]  # no piece -> zero vector (the original)
     return out
 
@@ -317,8 +317,9 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
         whole call for batch centring (its batches must not straddle two chunks)."""
         if isinstance(ctx.options.centering, str) and ctx.options.centering == "batch":
             return [range(len(predictions))]
-        out, start, seen, count = [], 0, set(), 0
-        for i, (doc, refs) in enumerate(zip(predictions, references)):
+        out: list[range] = []
+        start, count, seen = 0, 0, set[tuple[str, Any]]()
+        for i, (doc, refs) in enumerate(zip(predictions, references, strict=False)):
             new = [k for k in dict.fromkeys([_key(doc), *map(_key, refs)]) if k not in seen]
             extra = sum(len(self._tokens(ctx, k)) for k in new)
             if i > start and count + extra > _BLOCK_SENTENCES:
@@ -360,7 +361,8 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
                  explained: list[Explanation]) -> dict[str, Any]:
         agg = ctx.options.reference_aggregation
         return {"scores": groups.aggregate([p.score for p in pairs], agg),
-                "distances": groups.aggregate([p.distance for p in pairs], "min" if agg == "max" else "mean")}
+                "distances": groups.aggregate(cast(list[float], [p.distance for p in pairs]),
+                                              "min" if agg == "max" else "mean")}
 
     def signature(self, ctx: SmsContext, inputs: Inputs, center: str) -> Signature:
         o = ctx.options
@@ -421,7 +423,6 @@ class Wms(Sms):
     summary = """Word Mover's Similarity (WMS; Kusner et al. 2015 as used by Clark et al., ACL 2019): SMS with
         words only (mass = count), exp(-d) in (0, 1], higher is better."""
     module_examples = ""
-    space_examples = ()
 
 
 SMS, S_WMS, WMS = Sms(), SWms(), Wms()

@@ -41,7 +41,7 @@ from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, encoder_option, model_option
 from ..pipeline.fitting import fit_centering
 from ..text.centering import Centering, CenteringSpec
-from ..text.embedding import EmbeddedText, Encoder, load_encoder
+from ..text.embedding import Encoder, load_encoder
 from ..text.guards import check_encoder_inputs
 from . import examples
 
@@ -51,6 +51,8 @@ __all__ = ["TWMD", "TwmdOptions", "TwmdCentering", "twmd_from_embeddings", "defa
 PRESETS = {"wmt": True, "sts": False}
 """preset -> keep the leading special token ([CLS], <s>): the original's run_wmt.py keeps it (its default,
 use_CLS=True), run_STS.py drops it; the trailing one ([SEP], </s>) is dropped by both."""
+MODES: dict[str, Literal["sinkhorn", "softmax"]] = {"twmd": "sinkhorn", "trwmd": "softmax"}
+"""variant -> the soft alignment of :func:`~movers.core.transport.tempered_sides`."""
 DEFAULT_TEMPERATURES = {("twmd", True): 0.1, ("twmd", False): 0.02, ("trwmd", True): 0.15, ("trwmd", False): 0.02}
 """(variant, centred) -> T: the paper's and the original's defaults (batch_center_eval.py)."""
 
@@ -88,7 +90,7 @@ class TwmdCentering(Centering):
 
     @classmethod
     def fit(cls, predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]],
-            **options: Any) -> "TwmdCentering":
+            **options: Any) -> TwmdCentering:
         """Token means of `predictions` and (all) `references` with the tokens TWMD keeps under `options`
         (``preset``, ``model``, ``layer``, ...). Pass it as ``twmd(..., centering=<it>)`` with the same ones."""
         table = fit_centering(TWMD, predictions, references, **options)
@@ -135,17 +137,14 @@ def twmd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, temper
     positive). A pair with an empty side is not solved (``empty``, ``values["empty"]`` names the side).
     Pairs are padded and solved in buckets of similar size; `batch_size` and `device` change no value.
     """
-    kw = {"temperature": temperature, "variant": variant, "iterations": iterations, "relaxed": relaxed}
-    out: list[Alignment | None] = [None] * len(pairs)
-    solvable = []
-    for k, (h, r) in enumerate(pairs):
-        if len(h) and len(r):
-            solvable.append(k)
-        else:
-            side = "both" if not (len(h) or len(r)) else "prediction" if not len(h) else "reference"
-            out[k] = Alignment(score=0.0, empty=True, values={"precision": 0.0, "recall": 0.0, "empty": side})
-    side = {k: max(len(pairs[k][0]), len(pairs[k][1])) for k in solvable}
-    for chunk in buckets([(side[k], side[k]) for k in solvable], budget=_BUCKET, max_size=batch_size,
+    def sides(x: Tensor, xm: Tensor, y: Tensor, ym: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        return tempered_sides(x, xm, y, ym, temperature=temperature, mode=MODES[variant], iterations=iterations,
+                              relaxed=relaxed)
+
+    out: list[Alignment] = [_empty_pair(len(h), len(r)) for h, r in pairs]
+    solvable = [k for k, (h, r) in enumerate(pairs) if len(h) and len(r)]
+    width = {k: max(len(pairs[k][0]), len(pairs[k][1])) for k in solvable}
+    for chunk in buckets([(width[k], width[k]) for k in solvable], budget=_BUCKET, max_size=batch_size,
                          waste=float("inf")):
         ids = [solvable[j] for j in chunk]
         cand = {k: unit_rows(pairs[k][0].vectors()) for k in ids}  # float64, per bucket (bounded memory)
@@ -154,22 +153,31 @@ def twmd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, temper
         # its self-similarity, so its score is exactly 1.
         both, mask = (t.to(device) for t in pad([cand[k] for k in ids] + [ref[k] for k in ids]))
         x, y, xm, ym = both[: len(ids)], both[len(ids):], mask[: len(ids)], mask[len(ids):]
-        c_cr, r_cr, cross_plan = tempered_sides(x, xm, y, ym, **kw)
-        c_cc, r_cc, _ = tempered_sides(x, xm, x, xm, **kw)
-        c_rr, r_rr, _ = tempered_sides(y, ym, y, ym, **kw)
+        (c_cr, r_cr, cross_plan), (c_cc, r_cc, _), (c_rr, r_rr, _) = sides(x, xm, y, ym), sides(x, xm, x, xm), \
+            sides(y, ym, y, ym)
         values = [_normalised(num, a, b) for num, a, b in ((c_cr, c_cc, c_rr), (r_cr, r_cc, r_rr),
                   (_harmonic(c_cr, r_cr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr)))]
         for b, k in enumerate(ids):
             p, r, f = (float(v[b]) for v, _ in values)
-            cost = plan = None
-            if return_plans:
-                n, m = len(cand[k]), len(ref[k])
-                cost = (1.0 - cand[k] @ ref[k].T).cpu().numpy()
-                plan = cross_plan[b, :n, :m].cpu().numpy() if cross_plan is not None else \
-                    (torch.softmax(cand[k] @ ref[k].T / temperature, dim=1) / n).cpu().numpy()  # TRWMD's gradient
+            cost, plan = _plan(cand[k], ref[k], cross_plan, b, temperature) if return_plans else (None, None)
             out[k] = Alignment(score=f, cost=cost, plan=plan, values={
                 "precision": p, "recall": r, "degenerate": not all(bool(ok[b]) for _, ok in values)})
-    return out  # type: ignore[return-value]
+    return out
+
+
+def _empty_pair(n: int, m: int) -> Alignment:
+    """A pair before it is solved; when a side has no token it stays as it is, marked with the empty side."""
+    side = "both" if not (n or m) else "prediction" if not n else "reference" if not m else ""
+    return Alignment(score=0.0, empty=bool(side), values={"precision": 0.0, "recall": 0.0, "empty": side})
+
+
+def _plan(x: Tensor, y: Tensor, cross_plan: Tensor | None, b: int, temperature: float) -> tuple[Any, Any]:
+    """(cost 1 - S, the candidate-side plan) of one pair; TRWMD's smoothed maximum has no plan: its gradient,
+    the row softmax of S/T over n, is shown."""
+    cost = (1.0 - x @ y.T).cpu().numpy()
+    if cross_plan is not None:
+        return cost, cross_plan[b, :len(x), :len(y)].cpu().numpy()
+    return cost, (torch.softmax(x @ y.T / temperature, dim=1) / len(x)).cpu().numpy()
 
 
 def _normalised(num: Tensor, den_a: Tensor, den_b: Tensor) -> tuple[Tensor, Tensor]:
@@ -214,6 +222,7 @@ class Twmd(EmbeddingMetric[TwmdOptions, Context[TwmdOptions]]):
     codebase_urls = ("https://github.com/xchen147/BatchCenterTWMD",)
     reference_urls = ("https://aclanthology.org/2020.eval4nlp-1.6", "https://arxiv.org/abs/2010.06150")
     rescalable = True
+    bench_options = {"centering": "batch"}
     scores_doc = "F per segment (= f1), in input order; higher is better, at most 1"
     outputs = (Output("precision", "list of float", "the candidate side, self-normalised, per segment."),
                Output("recall", "list of float", "the reference side, self-normalised, per segment."),

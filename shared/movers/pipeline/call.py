@@ -25,9 +25,9 @@ import inspect
 import json
 import math
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import resources
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -38,7 +38,8 @@ from ..core.signature import Signature, format_float, nrefs_label
 from ..core.spec import Inputs, MetricSpec
 from ..core.validation import _check_list
 
-__all__ = ["MetricFunction", "score", "make_options", "settings_of", "EMPTY_CHOICES", "BASELINE_SEED", "bundled_baselines",
+__all__ = ["MetricFunction", "score", "make_options", "settings_of", "EMPTY_CHOICES", "BASELINE_SEED",
+           "bundled_baselines",
            "empty_predictions_option", "baseline_option", "is_empty", "EmptyPredictions"]
 
 EmptyPredictions = Literal["worst", "error"]
@@ -260,7 +261,7 @@ class MetricFunction:
         self.__doc__ = _docstring(spec)
 
     def __call__(self, predictions: Any, references: Any, *args: Any, **options: Any) -> Scores:
-        extra = dict(zip(self.spec.extra_inputs, args))
+        extra = dict(zip(self.spec.extra_inputs, args, strict=False))
         if len(args) > len(self.spec.extra_inputs):
             raise TypeError(f"{self.spec.slug}() takes {2 + len(self.spec.extra_inputs)} positional arguments "
                             f"but {2 + len(args)} were given; options are keyword-only.")

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
 
 import torch
 
+from ..core import progress
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment, Histogram
 from ..core.options import option
@@ -35,16 +36,22 @@ from ..core.result import Scores
 from ..core.scope import current_scope
 from ..core.signature import Signature
 from ..core.spec import Inputs, MetricSpec
-from ..core import progress
-from ..text.centering import (CENTERINGS, Centering, CenteringSpec, centering_label, centring_means,
-                              check_centering, chunked_corpus_means)
+from ..text.centering import (
+    CENTERINGS,
+    Centering,
+    CenteringSpec,
+    centering_label,
+    centring_means,
+    check_centering,
+    chunked_corpus_means,
+)
 from ..text.embedding import Encoder
 from .call import empty_predictions_option
 
 __all__ = ["EmbeddingMetric", "EmbeddingOptions", "Context", "Chunk", "long_texts_option", "model_option",
            "encoder_option"]
 
-O = TypeVar("O", bound="EmbeddingOptions")
+OptionsT = TypeVar("OptionsT", bound="EmbeddingOptions")
 C = TypeVar("C", bound="Context")
 
 LongTexts = Literal["window", "truncate", "error"]
@@ -90,11 +97,11 @@ class EmbeddingOptions:
 
 
 @dataclass
-class Context(Generic[O]):
+class Context(Generic[OptionsT]):
     """What one call works with: resolved options, the encoder (None for static vectors) and the token
     selection a fitted centring table must share (``kept_label``)."""
 
-    options: O
+    options: OptionsT
     name: str
     encoder: Encoder | None
     kept_label: str
@@ -117,7 +124,7 @@ class _Sides(Sequence):
     """The (prediction, reference) histograms of a chunk's pairs, built on access (the current
     prediction's is kept), so a per-pair formula holds one pair at a time."""
 
-    def __init__(self, metric: "EmbeddingMetric", ctx: Context, stats: Any, chunk: Chunk, means: Any) -> None:
+    def __init__(self, metric: EmbeddingMetric, ctx: Context, stats: Any, chunk: Chunk, means: Any) -> None:
         self.metric, self.ctx, self.stats, self.chunk, self.means = metric, ctx, stats, chunk, means
         self._current: tuple[int, Histogram | None] = (-1, None)
 
@@ -142,7 +149,7 @@ class _Sides(Sequence):
         return hyp, self.metric.histogram(self.ctx, self.stats, self.chunk.references[k], mu_r, False)
 
 
-class EmbeddingMetric(MetricSpec[O], Generic[O, C]):
+class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
     """A metric that compares embedded texts as histograms: the hooks below, and :meth:`run`."""
 
     empty_message: ClassVar[str] = "have a side with no point; the worst value is used."
@@ -153,7 +160,7 @@ class EmbeddingMetric(MetricSpec[O], Generic[O, C]):
     # ------------------------------------------------------------------------------------ hooks
 
     @abstractmethod
-    def context(self, options: O) -> C:
+    def context(self, options: OptionsT) -> C:
         """The encoder (or static vectors) and everything the options imply for this call."""
 
     def guard(self, ctx: C, inputs: Inputs) -> None:
@@ -186,7 +193,7 @@ class EmbeddingMetric(MetricSpec[O], Generic[O, C]):
     def cost_label(self, ctx: C) -> str:
         return "euclidean"
 
-    def wants_plans(self, options: O) -> bool:
+    def wants_plans(self, options: OptionsT) -> bool:
         """Whether the call keeps each pair's plan (an :class:`Explanation` per pair)."""
         return bool(options.return_plans)
 
@@ -220,7 +227,7 @@ class EmbeddingMetric(MetricSpec[O], Generic[O, C]):
         return ([self.centring_vectors(ctx, x) for x in chunk.predictions],
                 [self.centring_vectors(ctx, x) for x in chunk.references])
 
-    def run(self, options: O, inputs: Inputs) -> Scores:
+    def run(self, options: OptionsT, inputs: Inputs) -> Scores:
         o = options
         name = self.name(o)
         scope = current_scope()
@@ -239,11 +246,11 @@ class EmbeddingMetric(MetricSpec[O], Generic[O, C]):
         mode: CenteringSpec = o.centering
         first: Chunk | None = None  # a single chunk, embedded once for the corpus means and the scores
         if isinstance(mode, str) and mode == "corpus":
-            means, first = chunked_corpus_means(chunks, lambda c: self._load(ctx, preds, refs, c),
-                                                lambda data: self._centring_data(ctx, data), total=scope.total,
-                                                dim=ctx.dim)
+            corpus_means, first = chunked_corpus_means(chunks, lambda c: self._load(ctx, preds, refs, c),
+                                                       lambda data: self._centring_data(ctx, data),
+                                                       total=scope.total, dim=ctx.dim)
             assert ctx.encoder is not None
-            mode = Centering(*means, ctx.encoder.name, ctx.encoder.layer_label, ctx.kept_label)
+            mode = Centering(*corpus_means, ctx.encoder.name, ctx.encoder.layer_label, ctx.kept_label)
         scope.statistics_done()
         centred = not (isinstance(mode, str) and mode == "none")
         pairs: list[Alignment] = []

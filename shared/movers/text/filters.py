@@ -7,8 +7,8 @@ setup (AIPHES/emnlp19-moverscore ``examples/stopwords.txt``) and by the SMS fixt
 from __future__ import annotations
 
 import string
+from collections.abc import Iterable, Sequence
 from importlib import resources
-from typing import Iterable, Sequence
 
 from ..core import cache as _cache
 
@@ -25,7 +25,7 @@ def stopwords(name: str = "en") -> frozenset[str]:
         raise ValueError(f"stopwords: unknown list {name!r}; choose one of {sorted(files)}.")
 
     def read() -> frozenset[str]:
-        text = resources.files("movers").joinpath("data", files[name]).read_text(encoding="utf-8")
+        text = resources.files("movers").joinpath("data").joinpath(files[name]).read_text(encoding="utf-8")
         return frozenset(w.strip() for w in text.splitlines() if w.strip())
 
     return _cache.cached(("stopwords", name), read)

@@ -12,14 +12,15 @@ problems too large for memory.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 __all__ = ["MAX_TRANSPORT_ENTRIES", "check_content", "check_transport_size", "check_encoder_inputs", "text_labels"]
 
 MAX_TRANSPORT_ENTRIES = 1 << 25
 """Largest ``n·m`` (tokens × tokens) of one transport problem: 33.5 M entries, 256 MiB per float64 matrix,
-about 4,000 × 8,000 tokens (3,500 × 7,100 words of English news text with MiniLM, 1.13 tokens per word). Raise it (``movers.guards.
-MAX_TRANSPORT_ENTRIES = ...``) on a machine with more memory; it never changes a score, only refuses."""
+about 4,000 × 8,000 tokens (3,500 × 7,100 words of English news text with MiniLM, 1.13 tokens per word).
+Raise it (``movers.text.guards.MAX_TRANSPORT_ENTRIES = ...``) on a machine with more memory; it never changes a
+score, only refuses."""
 
 
 KeptTokens = Callable[[Sequence[str]], Sequence[int]]
@@ -82,15 +83,15 @@ def check_encoder_inputs(metric: str, encoder, predictions: Sequence[str], refer
 def check_content(metric: str, labels: Sequence[str], has_content: Sequence[bool]) -> None:
     """Raise ValueError naming every text (by its argument label, e.g. ``predictions[3]``) without content.
     """
-    bad = [label for label, ok in zip(labels, has_content) if not ok]
+    bad = [label for label, ok in zip(labels, has_content, strict=False) if not ok]
     if not bad:
         return
     shown = ", ".join(dict.fromkeys(bad[:5])) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
     raise ValueError(
         f"{metric}: {shown} {'has' if len(bad) == 1 else 'have'} no content token after tokenisation: only "
         f"[UNK] or nothing (emoji, zero-width, control or NUL characters). The encoder saw nothing of it, "
-        f"so any score would be arbitrary (two such texts would even match perfectly); remove such texts or replace them with a "
-        f"placeholder.")
+        f"so any score would be arbitrary (two such texts would even match perfectly); remove such texts or replace "
+        f"them with a placeholder.")
 
 
 def check_transport_size(metric: str, problems: Iterable[tuple[str, int, int]],
@@ -105,6 +106,6 @@ def check_transport_size(metric: str, problems: Iterable[tuple[str, int, int]],
     gib = n * m * 8 / 2**30
     raise ValueError(
         f"{metric}: {label} needs a {n} x {m} transport problem ({n * m:,} entries, {gib:.1f} GiB per float64 "
-        f"matrix, several are held), above the limit movers.guards.MAX_TRANSPORT_ENTRIES = {limit:,}. "
+        f"matrix, several are held), above the limit movers.text.guards.MAX_TRANSPORT_ENTRIES = {limit:,}. "
         f"Score shorter units (paragraphs or sentences), pass long_texts='truncate', or raise the limit if "
         f"this machine has the memory.")

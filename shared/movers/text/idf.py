@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 __all__ = ["Idf", "idf_from_ids", "idf_from_counts", "document_frequencies", "call_idf"]
 
@@ -48,7 +48,7 @@ class Idf:
                              f"model=...)).")
 
     @classmethod
-    def fit(cls, texts: Sequence[str], *, model: str | None = None) -> "Idf":
+    def fit(cls, texts: Sequence[str], *, model: str | None = None) -> Idf:
         """Fit an IDF table on `texts` with the tokenizer of `model` (default: the bundled MiniLM)."""
         from .embedding import load_encoder
 

@@ -14,7 +14,8 @@ tokenizer. Both are reproduced offline:
 from __future__ import annotations
 
 import re
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from ..core import cache as _cache
 from ..core.signature import package_version

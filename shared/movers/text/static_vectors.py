@@ -8,10 +8,10 @@ what the original SMS gets from spaCy's ``vocab.get_vector`` for a word without 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class StaticVectors:
         rows = [(i, self.vocab.get(w)) for i, w in enumerate(words)]
         hit = [(i, r) for i, r in rows if r is not None]
         if hit:
-            idx, src = zip(*hit)
+            idx, src = zip(*hit, strict=False)
             out[list(idx)] = self.matrix[list(src)]
         return out
 

@@ -2,7 +2,8 @@
 solved by a batched solver and cut back: written once, here."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -21,7 +22,8 @@ def pad(items: Sequence[Tensor], *, value: float = 0.0) -> tuple[Tensor, Tensor]
     out = torch.full((len(items), *shape), value, dtype=first.dtype, device=first.device)
     mask = torch.zeros(len(items), shape[0], dtype=torch.bool, device=first.device)
     for k, x in enumerate(items):
-        out[(k, *(slice(0, n) for n in x.shape))] = x
+        index: tuple[Any, ...] = (k, *(slice(0, n) for n in x.shape))
+        out[index] = x
         mask[k, : x.shape[0]] = True
     return out, mask
 

@@ -3,11 +3,12 @@
 With similarities ``S`` [n, m] and temperature T, the logits are ``A = S / T``. Each side of a pair is a
 soft alignment ``π`` and a value ``<π, S>``:
 
-* **Sinkhorn** (TWMD): `iterations` log-domain sweeps on ``exp(A)``. The candidate side normalises over
-  candidate tokens, then over reference tokens (so each candidate token sends mass 1/n), repeated; the
+* **Sinkhorn** (``mode="sinkhorn"``, TWMD): `iterations` log-domain sweeps on ``exp(A)``. The candidate
+  side normalises over candidate tokens, then over reference tokens (so each candidate token sends mass 1/n),
+  repeated; the
   reference side does the same in the other order. Many sweeps converge to the entropic OT plan with
   uniform marginals, and both sides to ``<P*, S>``.
-* **Relaxed** (TRWMD): one softmax per row (candidate side) or column (reference side), the
+* **Relaxed** (``mode="softmax"``, TRWMD): one softmax per row (candidate side) or column (reference side), the
   expectation of ``S`` under the Gibbs weights; or the paper's smoothed maximum
   ``(1/n) Σ_i T log Σ_j exp(S_ij / T)`` (``relaxed="logsumexp"``), whose gradient that softmax is.
 
@@ -36,14 +37,14 @@ def _logits(sim: Tensor, row_mask: Tensor, col_mask: Tensor, temperature: float)
 
 
 def tempered_plans(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, temperature: float,
-                   variant: Literal["twmd", "trwmd"] = "twmd", iterations: int = 1) -> tuple[Tensor, Tensor]:
+                   mode: Literal["sinkhorn", "softmax"] = "sinkhorn", iterations: int = 1) -> tuple[Tensor, Tensor]:
     """The two soft alignments of a batch, as joint plans.
 
     Args:
         sim: Similarities [B, n, m] (rows = candidate tokens, columns = reference tokens).
         row_mask, col_mask: Bool [B, n] and [B, m]; False marks padding (gets no mass).
-        temperature: T > 0. variant: "twmd" (Sinkhorn sweeps) or "trwmd" (one softmax).
-        iterations: Sinkhorn sweeps ("twmd" only).
+        temperature: T > 0. mode: "sinkhorn" (sweeps, TWMD) or "softmax" (one softmax, TRWMD).
+        iterations: Sinkhorn sweeps ("sinkhorn" only).
     Returns:
         (cand_plan, ref_plan), each [B, n, m], with ``cand_plan.sum(2) = 1/n`` on real rows and
         ``ref_plan.sum(1) = 1/m`` on real columns; side values are ``(plan * sim).sum((1, 2))``.
@@ -52,7 +53,7 @@ def tempered_plans(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, temperatu
     logits = _logits(sim, row_mask, col_mask, temperature)
     n = row_mask.sum(1).clamp_min(1).to(sim.dtype).view(-1, 1, 1)
     m = col_mask.sum(1).clamp_min(1).to(sim.dtype).view(-1, 1, 1)
-    if variant == "trwmd":
+    if mode == "softmax":
         return _log_normalise(logits, 2).exp() / n, _log_normalise(logits, 1).exp() / m
     cand, ref = logits, logits
     for _ in range(iterations):
@@ -74,15 +75,15 @@ def smoothed_max_sides(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, tempe
 
 
 def tempered_sides(x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, *, temperature: float,
-                   variant: Literal["twmd", "trwmd"] = "twmd", iterations: int = 1,
+                   mode: Literal["sinkhorn", "softmax"] = "sinkhorn", iterations: int = 1,
                    relaxed: Literal["expectation", "logsumexp"] = "expectation"
                    ) -> tuple[Tensor, Tensor, Tensor | None]:
     """Side values of padded batches of unit vectors x [B, n, d] and y [B, m, d] with ``S = x yᵀ``:
     (candidate side [B], reference side [B], candidate-side plan [B, n, m]; None for the smoothed
-    maximum, which has no plan)."""
+    maximum, which has no plan; ``relaxed`` applies to the softmax mode)."""
     sim = torch.bmm(x, y.transpose(1, 2))
-    if variant == "trwmd" and relaxed == "logsumexp":
+    if mode == "softmax" and relaxed == "logsumexp":
         return (*smoothed_max_sides(sim, x_mask, y_mask, temperature=temperature), None)
-    cand_plan, ref_plan = tempered_plans(sim, x_mask, y_mask, temperature=temperature, variant=variant,
+    cand_plan, ref_plan = tempered_plans(sim, x_mask, y_mask, temperature=temperature, mode=mode,
                                          iterations=iterations)
     return (cand_plan * sim).sum((1, 2)), (ref_plan * sim).sum((1, 2)), cand_plan

@@ -7,6 +7,7 @@ iterations; this solver stays here and is tested against POT's ``sinkhorn_unbala
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import torch
@@ -93,14 +94,14 @@ def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: fl
     valid_a = a > 0 if valid_a is None else valid_a.to(torch.bool) | (a > 0)
     valid_b = b > 0 if valid_b is None else valid_b.to(torch.bool) | (b > 0)
     n_batch = cost.shape[0]
-    state = {  # per-problem solver state, updated in place by _uot_iterations
+    state: dict[str, Any] = {  # per-problem solver state, updated in place by _uot_iterations
         "log_u": torch.where(valid_a, -valid_a.sum(-1, keepdim=True).clamp_min(1).to(cost.dtype).log(), -torch.inf),
         "log_v": torch.where(valid_b, -valid_b.sum(-1, keepdim=True).clamp_min(1).to(cost.dtype).log(), -torch.inf),
         "iterations": torch.zeros(n_batch, dtype=torch.long, device=cost.device),
         "errors": torch.full((n_batch,), torch.inf, dtype=cost.dtype, device=cost.device),
     }
     scaled = cost / reg  # C / ε = -log K
-    inputs = {"log_a": log_mass(a), "log_b": log_mass(b), "scaled": scaled,
+    inputs: dict[str, Any] = {"log_a": log_mass(a), "log_b": log_mass(b), "scaled": scaled,
               "valid_a": valid_a, "valid_b": valid_b}
     on_cpu = cost.device.type == "cpu"
     if on_cpu:  # numpy views of the same memory
@@ -156,9 +157,10 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
         steps = min(check_every, max_iter - done)
         # The first block moves the potentials far from the start: plain log-sum-exp iterations there.
         w = omega[active] if accelerate and done > 0 else None
-        block = _kernel_block(nx, *sub, lu, lv, steps, phi_a, phi_b, w) if done > 0 else None
+        s_cost, la, lb, va, vb = sub
+        block = _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps, phi_a, phi_b, w) if done > 0 else None
         if block is None:
-            block = _logsumexp_block(nx, *sub, lu, lv, steps, phi_a, phi_b, w)
+            block = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu, lv, steps, phi_a, phi_b, w)
         lu_prev, lv_prev, lu, lv = block
         if translate is not None:
             lu, lv = _translate(nx, lu, lv, sub[1], sub[2], reg, *translate)

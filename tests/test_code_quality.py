@@ -1,0 +1,126 @@
+"""The package's structure, held by tests: ruff and mypy at zero, the layers, one place that names metrics,
+short functions in the metric files.
+
+* ruff (rules E, F, B, I, UP; settings in pyproject.toml) and mypy on ``shared/movers`` report nothing;
+* layers: core < text < pipeline < metrics < integrations < cli; a module imports only from its own layer
+  or those below (``movers/__init__`` and the bench sit on top);
+* outside the metric files only the registry (``movers/metrics/__init__.py``) names a metric: no string
+  constant in the rest of the package equals a registered slug (the bench's ``speed_<slug>`` files, which
+  re-enact one original implementation each, are the declared exception);
+* no function in a metric file has a body longer than 40 lines.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import movers
+
+from .conftest import REPO
+
+PACKAGE = REPO / "shared" / "movers"
+LAYERS = ["core", "text", "pipeline", "metrics", "integrations", "cli"]
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _tool(name: str) -> list[str]:
+    found = shutil.which(name, path=os.path.dirname(sys.executable)) or shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed; it is part of the test extra (pip install '.[test]').")
+    return [found]
+
+
+def test_ruff_reports_nothing():
+    out = subprocess.run([*_tool("ruff"), "check", "--no-cache", str(PACKAGE)], cwd=REPO, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.slow
+def test_mypy_reports_nothing():
+    out = subprocess.run([*_tool("mypy"), "--config-file", str(REPO / "pyproject.toml"), "--no-incremental",
+                          "-p", "movers"], cwd=REPO / "shared", capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _layer(path: Path) -> int | None:
+    parts = path.relative_to(PACKAGE).parts
+    return LAYERS.index(parts[0]) if len(parts) > 1 and parts[0] in LAYERS else None
+
+
+def _imported_layers(path: Path) -> set[str]:
+    """The movers sub-packages a module imports from (relative and absolute imports)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = list(path.relative_to(PACKAGE).parent.parts)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1] if node.level > 1 else package
+                target = [*base, *(node.module.split(".") if node.module else [])]
+                names = [[*target, alias.name] for alias in node.names] if not node.module else [target]
+            elif node.module and node.module.split(".")[0] == "movers":
+                names = [node.module.split(".")[1:]]
+            else:
+                continue
+            found.update(n[0] for n in names if n)
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("movers."))
+    return found
+
+
+def test_every_import_runs_down_the_layers():
+    wrong = []
+    for path in _modules():
+        layer = _layer(path)
+        if layer is None:
+            continue
+        for target in _imported_layers(path) & set(LAYERS):
+            if LAYERS.index(target) > layer:
+                wrong.append(f"{path.relative_to(PACKAGE)} imports movers.{target}")
+    assert not wrong, "imports that run back up the layers: " + "; ".join(wrong)
+
+
+def _string_constants(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in docstrings}
+
+
+def test_only_the_registry_names_a_metric():
+    slugs = set(movers.metrics.slugs())
+    assert {"moverscore", "sms", "s_wms", "twmd", "lazy_emd", "delta_bleu"} <= slugs
+    naming = []
+    for path in _modules():
+        rel = path.relative_to(PACKAGE)
+        if rel.parts[0] == "metrics" or (rel.parts[0] == "bench" and rel.name.startswith(("speed_", "original_"))):
+            continue
+        named = _string_constants(path) & slugs
+        if named:
+            naming.append(f"{rel}: {sorted(named)}")
+    assert not naming, "modules outside the metric files that name metrics: " + "; ".join(naming)
+
+
+def test_metric_functions_are_short():
+    long = []
+    for path in sorted((PACKAGE / "metrics").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = node.body
+                if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                    body = body[1:]  # the docstring
+                if body and body[-1].end_lineno - body[0].lineno + 1 > 40:  # type: ignore[operator]
+                    long.append(f"{path.name}:{node.name}")
+    assert not long, f"function bodies over 40 lines: {long}"
