@@ -276,3 +276,13 @@ def test_several_metrics_share_one_encoder_pass(wmt):
         api = getattr(movers, slug)(hyps, refs)
         np.testing.assert_allclose(out[slug]["scores"], api.scores, atol=1e-9, rtol=0)
         assert out[slug]["signature"] == api.signature
+
+
+def test_score_help_prints_percent_signs_once(capsys):
+    """argparse %-formats help strings but prints the epilog as written: one '%' each in the output."""
+    from movers.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["score", "--help"])
+    out = capsys.readouterr().out
+    assert "95% percentile interval" in " ".join(out.split()) and "%%" not in out

@@ -1,0 +1,80 @@
+"""The parts of a metric card that come from its declaration: the option table (names, types, defaults, what
+each does, the worst value an empty prediction gets), kept between two markers in ``cards/<slug>.md`` and
+checked by the tests against the spec.
+
+    python -m movers.integrations.cards --write    # rewrite the generated parts of every card (and its copy)
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from pathlib import Path
+
+from .. import metrics as registry
+from ..core.options import type_text
+from ..core.spec import MetricSpec
+from ..pipeline.call import make_options
+
+__all__ = ["options_table", "sync", "BEGIN", "END"]
+
+BEGIN = "<!-- options: generated from the metric's declaration by `python -m movers.integrations.cards --write` -->"
+END = "<!-- /options -->"
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _worst(spec: MetricSpec) -> str:
+    o = spec.resolve(make_options(spec, {}))
+    value = spec.worst(o)["scores"]
+    return "inf" if isinstance(value, float) and math.isinf(value) else format(value, "g")
+
+
+def options_table(spec: MetricSpec) -> str:
+    """The card's option table: every option of the spec, in declaration order, with its default."""
+    lines = [BEGIN, "", "| option | type | default | what it does |", "|---|---|---|---|"]
+    for f in spec.options:
+        doc = f.info.doc
+        if f.name == "empty_predictions":
+            doc += f" The worst value at the default options: {_worst(spec)}."
+        runtime = " Runtime only: never changes a score." if f.info.runtime and "untime only" not in doc else ""
+        lines.append(f"| `{f.name}` | {_cell(type_text(f.hint))} | `{f.default!r}` | {_cell(doc + runtime)} |")
+    return "\n".join([*lines, "", END])
+
+
+def sync(text: str, spec: MetricSpec) -> str:
+    """`text` with its generated block replaced by the spec's current one (the card must hold the markers)."""
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"cards: the card of {spec.slug} has no generated option block ({BEGIN} ... {END}).")
+    return pattern.sub(lambda _: options_table(spec), text, count=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m movers.integrations.cards", description=__doc__.split("\n")[0])
+    p.add_argument("--write", action="store_true", help="rewrite the cards (default: list the stale ones)")
+    p.add_argument("--repo", default=str(Path(__file__).resolve().parents[3]), help="the repository root")
+    args = p.parse_args(argv)
+    repo = Path(args.repo)
+    stale = []
+    for spec in registry.specs():
+        card = repo / "cards" / f"{spec.slug}.md"
+        if not card.is_file():
+            continue
+        text = card.read_text(encoding="utf-8")
+        new = sync(text, spec)
+        if new != text:
+            stale.append(spec.slug)
+        if args.write:
+            card.write_text(new, encoding="utf-8")
+            copy = repo / "metrics" / spec.slug / "README.md"
+            if copy.parent.is_dir():
+                copy.write_text(new, encoding="utf-8")
+    print(("rewrote " if args.write else "stale: ") + (", ".join(stale) or "none"))
+    return 1 if stale and not args.write else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

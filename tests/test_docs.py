@@ -1,0 +1,155 @@
+"""Docs that cannot drift: every code block of README.md and the cards runs here, and its printed output is compared.
+
+Rules for a fenced block (``tests/test_docs.py`` is their only reader):
+
+* ```python: a doctest when it has ``>>>`` lines (the expected output as printed), else a script that must run
+  as it is (imports and inputs included); each block runs in a fresh namespace, in a temporary folder.
+* ```console: ``$ command`` lines, each followed by its exact standard output; run with bash in one temporary
+  folder per block, the test environment's ``bin`` first on PATH.
+* ```bash: not run; the block must be preceded by ``<!-- docs: not run: <why> -->`` (installs, uploads, the test
+  command itself, hour-long benchmarks). ```text and ```bibtex: prose, not run. A block without a language fails.
+
+Numbers are compared as printed; a number printed with 7 or more decimals may differ by 1e-6 (float32 rounding
+between encoder batches and thread counts), everything else must match exactly.
+"""
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+DOCS = [REPO / "README.md", *sorted((REPO / "cards").glob("*.md"))]
+RUN = {"python", "console"}
+PROSE = {"text", "bibtex", "json", "yaml"}
+_FENCE = re.compile(r"^```([A-Za-z]*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
+_MARK = re.compile(r"<!--\s*docs:\s*(.*?)\s*-->\s*$")
+_NUMBER = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?")
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int
+    lang: str
+    body: str
+    mark: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.name}:{self.line}:{self.lang or '?'}"
+
+
+def _blocks(path: Path) -> list[Block]:
+    text = path.read_text(encoding="utf-8")
+    out = []
+    for m in _FENCE.finditer(text):
+        before = text[:m.start()].rstrip("\n").splitlines()
+        mark = _MARK.search(before[-1]) if before else None
+        out.append(Block(path, text[:m.start()].count("\n") + 1, m.group(1), m.group(2),
+                         mark.group(1) if mark else ""))
+    return out
+
+
+BLOCKS = [b for path in DOCS for b in _blocks(path)]
+
+
+def same_output(expected: str, got: str) -> bool:
+    """Equal line by line (trailing blanks ignored); numbers printed with >= 7 decimals within 1e-6."""
+    exp_lines = [line.rstrip() for line in expected.strip("\n").splitlines()]
+    got_lines = [line.rstrip() for line in got.strip("\n").splitlines()]
+    if len(exp_lines) != len(got_lines):
+        return False
+    for e, g in zip(exp_lines, got_lines, strict=True):
+        if _NUMBER.sub("#", e) != _NUMBER.sub("#", g):
+            return False
+        for x, y in zip(_NUMBER.findall(e), _NUMBER.findall(g), strict=True):
+            decimals = len(x.split(".")[1].split("e")[0].split("E")[0])
+            if x != y and not (decimals >= 7 and abs(float(x) - float(y)) <= 1e-6):
+                return False
+    return True
+
+
+class _Checker(doctest.OutputChecker):
+    def check_output(self, want: str, got: str, optionflags: int) -> bool:
+        return super().check_output(want, got, optionflags) or same_output(want, got)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_EVALUATE_OFFLINE="1",
+               PYTHONWARNINGS="ignore", TOKENIZERS_PARALLELISM="false")
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def test_every_block_declares_how_it_is_checked():
+    bad = [b.id for b in BLOCKS if b.lang not in RUN | PROSE | {"bash"}]
+    assert not bad, f"code blocks without a known language (python, console, bash, text, bibtex): {bad}"
+    unmarked = [b.id for b in BLOCKS if b.lang == "bash" and not b.mark.startswith("not run:")]
+    assert not unmarked, f"bash blocks must say why they are not run (<!-- docs: not run: ... -->): {unmarked}"
+    assert sum(b.lang in RUN for b in BLOCKS) >= 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "python"], ids=lambda b: b.id)
+def test_python_block(block, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if ">>>" not in block.body:
+        exec(compile(block.body, block.id, "exec"), {"__name__": "__docs__"})
+        return
+    test = doctest.DocTestParser().get_doctest(block.body, {"__name__": "__docs__"}, block.id, str(block.path),
+                                               block.line)
+    runner = doctest.DocTestRunner(checker=_Checker(), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    output: list[str] = []
+    runner.run(test, out=output.append)
+    assert runner.failures == 0, "".join(output)
+
+
+def _commands(body: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for line in body.splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], ""))
+        elif out:
+            out[-1] = (out[-1][0], out[-1][1] + line + "\n")
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "console"], ids=lambda b: b.id)
+def test_console_block(block, tmp_path):
+    commands = _commands(block.body)
+    assert commands, f"{block.id}: a console block needs `$ command` lines"
+    for command, expected in commands:
+        run = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                             timeout=900)
+        assert run.returncode == 0, f"{block.id}: `{command}` exited {run.returncode}:\n{run.stderr[-2000:]}"
+        assert same_output(expected, run.stdout), (f"{block.id}: `{command}` printed\n{run.stdout}\n"
+                                                   f"but the docs show\n{expected}")
+
+
+def test_same_output_rule():
+    assert same_output("score = 0.3284\n", "score = 0.3284")
+    assert not same_output("score = 0.3284", "score = 0.3285")
+    assert same_output("[0.48631369486286813]", "[0.48631369486286900]")
+    assert not same_output("[0.4863136]", "[0.4863156]")
+    assert not same_output("a\nb", "a")
+
+
+@pytest.mark.parametrize("slug", ["moverscore", "sms", "s_wms", "twmd", "lazy_emd", "delta_bleu"])
+def test_card_option_table_is_the_declaration(slug):
+    """The card's option table is generated from the spec: run `python -m movers.integrations.cards --write`."""
+    import movers
+    from movers.integrations.cards import sync
+
+    card = (REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8")
+    assert sync(card, movers.metrics.get(slug)) == card, (
+        f"cards/{slug}.md's option table differs from its declaration; run "
+        f"`python -m movers.integrations.cards --write`")
