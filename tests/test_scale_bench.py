@@ -24,3 +24,20 @@ def test_bench_scale_reports_flat_memory_for_a_streamed_metric(tmp_path):
     assert "| delta_bleu | " in out.stdout and "| max/min |" in out.stdout
     row = json.loads((tmp_path / "scale.json").read_text())["rows"][0]
     assert row["stream_20x"] / row["stream_1x"] <= 1.2  # 1,000 pairs in blocks of 25: memory of one block
+
+
+@pytest.mark.slow
+def test_bench_speed_times_any_metric_beside_the_floor(tmp_path):
+    """`movers bench speed` for a metric without an original to compare with (TWMD): its time, peak memory and
+    ratio to the bare encoder forward pass, from fresh subprocesses."""
+    if not (DATA / "wmt15_16_da_seg_toen").is_dir():
+        pytest.skip("data set wmt15_16_da_seg_toen not found (../shared/data beside the checkout is needed)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-m", "movers", "bench", "speed", "--metric", "twmd", "--pairs", "8",
+                          "--repeats", "1", "--json", str(tmp_path / "speed.json")], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '| twmd | {"centering": "batch"} | this |' in out.stdout
+    result = json.loads((tmp_path / "speed.json").read_text())
+    (row,) = result["rows"]
+    assert row["seconds"] > 0 and row["peak_rss_mb"] > 100 and row["x_floor"] == row["seconds"] / result["floor"]["seconds"]
