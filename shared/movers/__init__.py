@@ -59,10 +59,13 @@ def __getattr__(name: str) -> Any:
     elif name == "__all__":
         value = [*_STATIC, *importlib.import_module(".metrics", __name__).exports()]
     else:
-        exports = importlib.import_module(".metrics", __name__).exports()
+        registry = importlib.import_module(".metrics", __name__)
+        if registry.is_slug(name):  # imports that metric's file only
+            return registry.function(name)  # not cached: a metric registered later must resolve too
+        exports = registry.exports()
         if name not in exports:
             raise AttributeError(f"module 'movers' has no attribute {name!r}")
-        return exports[name]  # not cached: a metric registered later must resolve too
+        return exports[name]
     globals()[name] = value
     return value
 

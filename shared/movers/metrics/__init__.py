@@ -10,19 +10,56 @@ declare its spec in one file and register it (in this list, or at run time for y
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core.spec import MetricSpec
 from ..pipeline.call import MetricFunction
-from .delta_bleu import DELTA_BLEU
-from .lazy_emd import LAZY_EMD
-from .moverscore import MOVERSCORE
-from .sms import S_WMS, SMS, WMS
-from .twmd import TWMD
 
 __all__ = ["register", "unregister", "get", "function", "slugs", "specs", "exports", "DEMO"]
 
-DEMO = MOVERSCORE.slug
+
+# The shipped metrics, each imported when it is first asked for (a metric file imports what its formula
+# needs; scoring TWMD should not import SMS's sentence splitter or ΔBLEU's sacreBLEU).
+def _moverscore() -> MetricSpec:
+    from .moverscore import MOVERSCORE
+    return MOVERSCORE
+
+
+def _sms() -> MetricSpec:
+    from .sms import SMS
+    return SMS
+
+
+def _s_wms() -> MetricSpec:
+    from .sms import S_WMS
+    return S_WMS
+
+
+def _wms() -> MetricSpec:
+    from .sms import WMS
+    return WMS
+
+
+def _twmd() -> MetricSpec:
+    from .twmd import TWMD
+    return TWMD
+
+
+def _lazy_emd() -> MetricSpec:
+    from .lazy_emd import LAZY_EMD
+    return LAZY_EMD
+
+
+def _delta_bleu() -> MetricSpec:
+    from .delta_bleu import DELTA_BLEU
+    return DELTA_BLEU
+
+
+_SHIPPED: dict[str, Callable[[], MetricSpec]] = {
+    "moverscore": _moverscore, "sms": _sms, "s_wms": _s_wms, "wms": _wms, "twmd": _twmd, "lazy_emd": _lazy_emd,
+    "delta_bleu": _delta_bleu}
+DEMO = "moverscore"
 """The metric ``movers demo`` (the README's first command) and ``movers bench speed`` run by default."""
 
 _SPECS: dict[str, MetricSpec] = {}
@@ -33,7 +70,8 @@ def register(spec: MetricSpec, *, replace: bool = False) -> MetricFunction:
     """Add `spec` under its slug; returns its function (``movers.<slug>``)."""
     if not isinstance(spec, MetricSpec):
         raise TypeError(f"register: expected a movers MetricSpec instance, got {type(spec).__name__}.")
-    if spec.slug in _SPECS and _SPECS[spec.slug] is not spec and not replace:
+    taken = spec.slug in _SPECS and _SPECS[spec.slug] is not spec
+    if (taken or (spec.slug in _SHIPPED and _SHIPPED[spec.slug]() is not spec)) and not replace:
         raise ValueError(f"register: a metric {spec.slug!r} is already registered; pass replace=True.")
     _SPECS[spec.slug] = spec
     _FUNCTIONS[spec.slug] = MetricFunction(spec)
@@ -48,15 +86,23 @@ def unregister(slug: str) -> None:
     _FUNCTIONS.pop(slug, None)
 
 
+def _load(slug: str) -> MetricSpec | None:
+    if slug not in _SPECS and slug in _SHIPPED:
+        spec = _SHIPPED[slug]()
+        _SPECS[slug], _FUNCTIONS[slug] = spec, MetricFunction(spec)
+    return _SPECS.get(slug)
+
+
 def get(metric: str | MetricSpec | MetricFunction) -> MetricSpec:
     """The spec of a slug (or of a function, or the spec itself); an unknown slug lists the known ones."""
     if isinstance(metric, MetricSpec):
         return metric
     if isinstance(metric, MetricFunction):
         return metric.spec
-    if not isinstance(metric, str) or metric not in _SPECS:
+    spec = _load(metric) if isinstance(metric, str) else None
+    if spec is None:
         raise ValueError(f"unknown metric {metric!r}; choose one of {slugs()}.")
-    return _SPECS[metric]
+    return spec
 
 
 def function(metric: str | MetricSpec | MetricFunction) -> MetricFunction:
@@ -66,22 +112,23 @@ def function(metric: str | MetricSpec | MetricFunction) -> MetricFunction:
 
 def slugs(*, plans: bool | None = None) -> list[str]:
     """Registered slugs (with `plans`, only the metrics that have (or have not) a transport plan)."""
-    return [s for s, spec in _SPECS.items() if plans is None or spec.has_plan == plans]
+    names = list(dict.fromkeys([*_SHIPPED, *_SPECS]))
+    return names if plans is None else [s for s in names if get(s).has_plan == plans]
 
 
 def specs() -> list[MetricSpec]:
-    return list(_SPECS.values())
+    return [get(s) for s in slugs()]
 
 
 def exports() -> dict[str, Any]:
     """Public names the metric files add to ``movers``: each metric's function and its declared exports."""
     out: dict[str, Any] = {}
-    for spec in _SPECS.values():
+    for spec in specs():
         out[spec.slug] = _FUNCTIONS[spec.slug]
         out.update(spec.exports)
     return out
 
 
-for _spec in (MOVERSCORE, SMS, S_WMS, WMS, TWMD, LAZY_EMD, DELTA_BLEU):
-    register(_spec)
-_SHIPPED = frozenset(_SPECS)
+def is_slug(name: str) -> bool:
+    """Whether `name` is a registered slug (without importing any metric file)."""
+    return name in _SHIPPED or name in _SPECS
