@@ -12,6 +12,8 @@ Rules asserted here (each card states its own):
   remove, e.g. punctuation-only, keeps the original's [CLS]/[SEP] score with a RuntimeWarning);
   SMS/S+WMS give the worst score 0 with a RuntimeWarning (also for documents of only words GloVe does
   not know, e.g. CJK or Arabic); ΔBLEU counts n-grams of whatever sacreBLEU's tokenizer yields;
+* lone surrogates, and texts over movers.core.validation.MAX_TEXT_CHARS characters: a ValueError naming
+  the position (one check for both APIs and the command line);
 * identical texts: the best score (Lazy-EMD: the measured bound of its entropic plan);
 * invalid or unknown options, unknown models, CUDA on a machine without it: named errors;
 * huge texts: a ValueError naming movers.text.guards.MAX_TRANSPORT_ENTRIES before the model runs, or a
@@ -35,6 +37,7 @@ import pytest
 import torch
 
 import movers
+from movers.core.validation import MAX_TEXT_CHARS
 
 from .conftest import REPO
 
@@ -100,7 +103,7 @@ INVALID_OPTION = {
 }
 IDENTICAL = {
     "moverscore": Value(lambda s: s == 1.0, "exactly 1 (exact EMD in float64)"),
-    "lazy_emd": Value(lambda s: 0.0 <= s <= 3.5e-3, "a distance in [0, 3.5e-3] (card: entropic plan)"),
+    "lazy_emd": Value(lambda s: 0.0 <= s <= 0.009 * math.log(7), "a distance in [0, ε ln L] (card: entropic plan)"),
     "twmd": Value(lambda s: abs(s - 1.0) <= 1e-12, "1 (no centring)"),
     "sms": Value(lambda s: s == 1.0, "exactly 1"),
     "s_wms": Value(lambda s: s == 1.0, "exactly 1"),
@@ -145,7 +148,12 @@ CASES: list[tuple[str, Any, Any, Callable[[str], dict] | None, dict]] = [
              Error(ValueError, r"`references\[0\]\[0\]` must be a non-empty text"), BLEU_ZERO)),
     ("CJK", *two("猫がマットの上に座った。"), None, by_kind(FINITE, WORST_STATIC, BLEU_ZERO)),
     ("RTL", *two("القطة جلست على الحصيرة"), None, by_kind(FINITE, WORST_STATIC, BLEU_ZERO)),
-    ("combining", *two("e\u0301a\u0300 cafe\u0301"), None, by_kind(FINITE, WORST_STATIC, BLEU_ZERO)),
+    # Decomposed accents: composed first (unicode="nfc", the default), so SMS/S+WMS find "café" in GloVe; with
+    # unicode="none" (the originals) the decomposed words fail str.isalpha and the document keeps no word.
+    ("combining", *two("e\u0301a\u0300 cafe\u0301"), None,
+     by_kind(FINITE, Value(lambda s: 0.0 < s < 1.0, "a score: NFC 'café' is a GloVe word"), BLEU_ZERO)),
+    ("combining, unicode='none'", *two("e\u0301a\u0300 cafe\u0301"), lambda m: {"unicode": "none"},
+     by_kind(FINITE, WORST_STATIC, BLEU_ZERO)),
     ("emoji-only", *two("\U0001F600\U0001F600\U0001F600"), None, by_kind(NO_CONTENT, WORST_STATIC, BLEU_ZERO)),
     ("zero-width-only", *two("\u200b\u200b"), None, by_kind(NO_CONTENT, WORST_STATIC, BLEU_ZERO)),
     ("control-only", *two("\x01\x02\x07"), None, by_kind(NO_CONTENT, WORST_STATIC, BLEU_ZERO)),
@@ -160,6 +168,16 @@ CASES: list[tuple[str, Any, Any, Callable[[str], dict] | None, dict]] = [
      {**by_kind(FINITE, WORST_STATIC, Value(lambda s: s > 0, "BLEU > 0 (shares '.')")),
       "moverscore": Value(math.isfinite, "the original's [CLS]/[SEP] score, with a warning",
                           warns=r"keep only \[CLS\]/\[SEP\] after the filters")}),
+    # One text check for every metric and both APIs (movers.core.validation.check_text): valid code points, and
+    # at most max_text_chars() characters, checked before tokenisation (test_reliability times it and the CLI).
+    ("lone surrogate", *two("a\ud800b"), None,
+     same(error(ValueError, r"`predictions\[0\]` must be valid Unicode text, got the lone surrogate U\+D800 at "
+                            r"character 1"))),
+    ("lone surrogate reference", [R], [["x\udfff"]], None,
+     same(error(ValueError, r"`references\[0\]\[0\]` must be valid Unicode text, got the lone surrogate U\+DFFF"))),
+    ("text over the size limit", *two("x" * (MAX_TEXT_CHARS + 1)), None,
+     same(error(ValueError, rf"`predictions\[0\]` has {MAX_TEXT_CHARS + 1:,} characters, above the limit of "
+                            rf"{MAX_TEXT_CHARS:,}; .* MOVERS_MAX_TEXT_CHARS"))),
     ("identical", [R, P2], [R, R2], lambda m: {"centering": "none"} if m == "twmd" else {}, IDENTICAL),
     ("invalid option", [R, P2], [R, R2], lambda m: INVALID_OPTION[m][0],
      {m: Error(ValueError, INVALID_OPTION[m][1]) for m in METRICS}),

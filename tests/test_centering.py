@@ -98,11 +98,11 @@ def test_fitted_table_round_trip_and_order():
     # Call-free: shards scored with the table equal the whole call.
     halves = (movers.moverscore(PREDS[:2], REFS[:2], centering=table).scores
               + movers.moverscore(PREDS[2:], REFS[2:], centering=table).scores)
-    assert halves == pytest.approx(fitted.scores, abs=1e-12)
+    assert halves == pytest.approx(fitted.scores, abs=1e-6)  # shards: other encoder batches (float32 rounding)
     # Order: "corpus" is order-free; "batch" is not (documented): reversing the call moves segment 0.
     order = [3, 2, 1, 0]
     rev = movers.moverscore([PREDS[i] for i in order], [REFS[i] for i in order], centering="corpus").scores
-    assert rev[::-1] == pytest.approx(corpus, abs=1e-12)
+    assert rev[::-1] == pytest.approx(corpus, abs=1e-6)  # another order: other encoder batches
     b = movers.moverscore(PREDS, REFS, centering="batch", centering_batch=2).scores
     mixed = [0, 2, 1, 3]  # segment 0 now shares its batch with segment 2 instead of 1
     b_mixed = movers.moverscore([PREDS[i] for i in mixed], [REFS[i] for i in mixed], centering="batch",

@@ -461,11 +461,11 @@ def test_signature_is_pinned():
     out = delta_bleu(["a b"], [["a b", "a"]], [[1.0, -0.5]])
     version = sacrebleu.__version__
     assert out.signature == (f"DeltaBLEU|variant:paper|nrefs:2|w:rated|order:4|case:mixed|eff:no|tok:13a|smooth:exp"
-                             f"|v:{movers.__version__}|sacrebleu:{version}")
+                             f"|unicode:nfc|v:{movers.__version__}|sacrebleu:{version}")
     out = delta_bleu(["a b", "c"], [["a b"], ["c", "d"]], variant="galley", lowercase=True, tokenize="intl",
                      max_ngram_order=2, smooth_method="floor", effective_order=True)
     assert out.signature == (f"DeltaBLEU|variant:galley|nrefs:var|w:uniform|order:2|case:lc|eff:yes|tok:intl"
-                             f"|smooth:floor[0.00]|v:{movers.__version__}|sacrebleu:{version}")
+                             f"|smooth:floor[0.00]|unicode:nfc|v:{movers.__version__}|sacrebleu:{version}")
 
 
 def test_card_worked_example():
@@ -513,7 +513,8 @@ def test_weighted_configuration_accumulates_batches():
     metric.add(prediction=preds[3], reference=refs[3], reference_weights=weights[3])
     out = metric.compute(predictions=preds[4:], references=refs[4:], reference_weights=weights[4:])
     assert out == delta_bleu(preds, refs, weights).to_dict()
-    with pytest.raises(ValueError, match="reference_weights"):
+    # the same rule as add_batch: a missing column of the configuration is a TypeError naming it
+    with pytest.raises(TypeError, match="`reference_weights` is required by this configuration"):
         metric.compute(predictions=preds, references=refs)
 
 

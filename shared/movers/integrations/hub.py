@@ -11,12 +11,14 @@
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -69,7 +71,17 @@ def load(name: str, *args: Any, **kwargs: Any) -> Any:
                          f"{sorted(set(module_names()) | set(registry.slugs()))}.")
     import evaluate
 
-    return evaluate.load(module_dir(name), *args, **kwargs)
+    try:
+        return evaluate.load(module_dir(name), *args, **kwargs)
+    except OSError as err:  # evaluate copies the script into HF_HOME first: read-only, full or broken
+        from .evaluate_module import instance
+
+        warnings.warn(f"movers.load: evaluate could not use its module cache {_cache_root(None)} "
+                      f"({err.strerror or err}); the {name} module is built in memory instead.", RuntimeWarning,
+                      stacklevel=2)
+        if args:
+            kwargs["config_name"] = args[0]
+        return instance(name, **kwargs)
 
 
 def _cache_root(modules_cache: str | os.PathLike | None) -> Path:
@@ -86,12 +98,19 @@ def _cache_root(modules_cache: str | os.PathLike | None) -> Path:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    """Write `path` whole or not at all (a temporary file renamed over it); a failed write (full disk, read-only
+    folder) leaves no temporary file behind."""
     if path.is_file() and path.read_bytes() == data:
         return
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".movers-")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 _STAMP = ".movers-registered.json"
@@ -123,7 +142,16 @@ def is_registered(names: Iterable[str] | None = None, *, namespaces: Iterable[st
     if any(recorded.get("scripts", {}).get(n) != expected["scripts"][n] for n in names) \
             or recorded.get("root") != expected["root"] or not set(namespaces) <= set(recorded.get("namespaces", [])):
         return False
-    return all(_target(root, ns, n, expected["scripts"][n][1]).is_file() for ns in namespaces for n in names)
+    # each copy must be whole: a truncated script (a full disk, a killed process) would fail every load
+    for ns in namespaces:
+        for n in names:
+            target = _target(root, ns, n, expected["scripts"][n][1])
+            try:
+                if hashlib.sha256(target.read_bytes()).hexdigest() != expected["scripts"][n][1]:
+                    return False
+            except OSError:
+                return False
+    return True
 
 
 def register(names: Iterable[str] | None = None, *, namespaces: Iterable[str] = NAMESPACES,
@@ -161,12 +189,26 @@ def register(names: Iterable[str] | None = None, *, namespaces: Iterable[str] = 
     return written
 
 
+def _launched_as_command() -> bool:
+    """Whether this process is the ``movers`` command starting (its console script, or ``python -m movers``):
+    its ``main()`` registers once its one-line warning format is in place, and ``movers register`` reports a
+    failure itself, so the import does not."""
+    argv = list(getattr(sys, "orig_argv", []))
+    as_module = "-m" in argv[:-1] and argv[argv.index("-m") + 1] == "movers"
+    return as_module or (bool(sys.argv) and Path(sys.argv[0]).name == "movers")
+
+
 def _autoregister() -> None:
-    """Called on ``import movers``; never raises (a read-only cache must not break the import)."""
+    """Called on ``import movers``: register (or repair) the modules; never raises (a read-only cache must not
+    break the import) but says once, in one line, what could not be written and what still works."""
     if os.getenv("MOVERS_NO_AUTOREGISTER"):
         return
     try:
         if not is_registered():
             register()
-    except Exception as err:  # noqa: BLE001 - registration is a convenience, never fatal
-        logger.debug("movers: could not register evaluate modules: %s", err)
+    except OSError as err:
+        warnings.warn(f"movers: could not register the evaluate modules in {_cache_root(None)} "
+                      f"({err.strerror or err}); "
+                      f"evaluate.load('<slug>') by bare name will not find them, movers.load('<slug>') works. "
+                      f"Free the space or set HF_HOME to a writable folder (MOVERS_NO_AUTOREGISTER=1 silences "
+                      f"this).", RuntimeWarning, stacklevel=3)

@@ -31,6 +31,7 @@ from ..core.scope import current_scope
 from ..core.signature import Signature, library_versions, nrefs_label
 from ..core.spec import Example, Inputs, MetricSpec, Output
 from ..core.validation import check_choice, check_reference_weights
+from ..pipeline.call import unicode_option
 
 __all__ = ["DELTA_BLEU", "DeltaBleuOptions", "TOKENIZERS"]
 
@@ -58,6 +59,7 @@ class DeltaBleuOptions:
         variant follows (paper: 2.x, floor 0.1 / add-k 1; galley: 1.4.1, 0 for both).""", low=0)
     effective_order: bool = option(False, """Average log precisions only over orders the hypotheses have
         (sacreBLEU's sentence-level setting); applies to corpus and segment scores alike.""")
+    unicode: Literal["nfc", "none"] = unicode_option()
 
 
 class DeltaBleu(MetricSpec[DeltaBleuOptions]):

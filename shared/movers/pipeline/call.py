@@ -24,6 +24,7 @@ import dataclasses
 import inspect
 import json
 import math
+import unicodedata
 import warnings
 from collections.abc import Iterator, Sequence
 from importlib import resources
@@ -39,7 +40,7 @@ from ..core.spec import Inputs, MetricSpec
 from ..core.validation import _check_list
 
 __all__ = ["MetricFunction", "score", "make_options", "settings_of", "EMPTY_CHOICES", "BASELINE_SEED",
-           "bundled_baselines",
+           "bundled_baselines", "unicode_option", "normalised",
            "empty_predictions_option", "baseline_option", "is_empty", "EmptyPredictions"]
 
 EmptyPredictions = Literal["worst", "error"]
@@ -50,6 +51,29 @@ BASELINE_SEED = 0
 _FRONT = ("empty_predictions", "baseline")
 _NOT_SETTINGS = ("nrefs", "agg", "empty", "baseline")
 """Signature fields that do not describe the scoring (data shape, this module's options)."""
+
+
+def unicode_option() -> Any:
+    """The ``unicode`` field of every metric: the Unicode rule for its texts."""
+    return option("nfc", """"nfc" (default): predictions and references are put in Unicode normal form C before
+        tokenisation and lookup, so that a text typed with decomposed accents (NFD, e.g. from macOS file names)
+        scores as the same text composed; "none": texts as given (the originals' behaviour, where a
+        decomposed "é" is two characters, fails str.isalpha and misses GloVe's vocabulary).""")
+
+
+def normalised(inputs: Inputs, form: str) -> Inputs:
+    """`inputs` with every text (and every sentence of a document) in Unicode normal form `form` ("nfc")."""
+    if form == "none":
+        return inputs
+    name: Literal["NFC"] = "NFC"
+
+    def norm(text: Any) -> Any:
+        if isinstance(text, str):
+            return text if unicodedata.is_normalized(name, text) else unicodedata.normalize(name, text)
+        return tuple(norm(s) for s in text)
+
+    return Inputs([norm(p) for p in inputs.predictions], [[norm(r) for r in group] for group in inputs.references],
+                  inputs.extra, inputs.segmented)
 
 
 def empty_predictions_option() -> Any:
@@ -126,6 +150,7 @@ def score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str, 
         worst = getattr(o, "empty_predictions", None) == "worst"
         inputs = spec.inputs(name, predictions, references, extra or {}, allow_empty_predictions=worst)
         check_options(name, o)
+        inputs = normalised(inputs, getattr(o, "unicode", "none"))
         spec.check(o)
         o = spec.resolve(o)
         if getattr(o, "baseline", None) is not None and not spec.can_rescale(o):
@@ -136,10 +161,12 @@ def score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str, 
         signature = result.signature
         if empty:
             signature = signature.set("nrefs", nrefs_label(inputs.references))
+        if hasattr(o, "unicode"):
+            signature = signature.add(("unicode", o.unicode))
         if hasattr(o, "empty_predictions"):
             signature = signature.add(("empty", o.empty_predictions))
         if hasattr(o, "baseline"):
-            result, label = _rescale(spec, o, name, result, inputs)
+            result, label = _rescale(spec, o, name, dataclasses.replace(result, signature=signature), inputs)
             signature = signature.add(("baseline", label))
         return dataclasses.replace(result, signature=signature)
 

@@ -46,7 +46,7 @@ from ..text.centering import (
     chunked_corpus_means,
 )
 from ..text.embedding import Encoder
-from .call import empty_predictions_option
+from .call import empty_predictions_option, unicode_option
 
 __all__ = ["EmbeddingMetric", "EmbeddingOptions", "Context", "Chunk", "long_texts_option", "model_option",
            "encoder_option"]
@@ -93,6 +93,7 @@ class EmbeddingOptions:
     return_plans: bool = option(False, """Add extra["alignments"]: per segment and reference, a
         movers.Explanation (both sides' labels and masses, the cost matrix, the plan, the score).""",
                                 runtime=True)
+    unicode: Literal["nfc", "none"] = unicode_option()
     empty_predictions: Literal["worst", "error"] = empty_predictions_option()
 
 

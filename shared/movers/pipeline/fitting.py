@@ -13,7 +13,7 @@ import torch
 from ..core.options import check_options
 from ..core.references import CHUNK, ReferenceGroups
 from ..text.centering import Centering
-from .call import make_options
+from .call import make_options, normalised
 from .embedding import EmbeddingMetric
 
 __all__ = ["fit_centering"]
@@ -31,6 +31,7 @@ def fit_centering(spec: EmbeddingMetric, predictions: Sequence[Any], references:
     name = spec.name(o)
     inputs = spec.inputs(name, predictions, references, {}, allow_empty_predictions=False)
     check_options(name, o)
+    inputs = normalised(inputs, getattr(o, "unicode", "none"))
     spec.check(o)
     o = spec.resolve(o)
     ctx = spec.context(o)

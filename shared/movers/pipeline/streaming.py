@@ -12,6 +12,7 @@ whole centring batches.
 from __future__ import annotations
 
 import itertools
+import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -159,8 +160,13 @@ def score_stream(spec: MetricSpec, predictions: Any, references: Any = None, *,
         k = o.centering_batch
         block_size = -(-block_size // k) * k
 
-    def fn(preds: list, refs: list) -> Scores:
-        return score(spec, preds, refs, **options)
+    def fn(preds: list, refs: list, offset: int) -> Scores:
+        try:
+            return score(spec, preds, refs, **options)
+        except (ValueError, TypeError) as e:  # name the row of the stream, not of the block
+            if not offset or not _POSITION.search(str(e)):
+                raise
+            raise type(e)(_POSITION.sub(lambda m: f"`{m[1]}[{int(m[2]) + offset}]", str(e))) from None
 
     first = _FirstPass()
     reiterable = _reiterable(predictions) and _reiterable(references)
@@ -171,11 +177,11 @@ def score_stream(spec: MetricSpec, predictions: Any, references: Any = None, *,
         warnings.simplefilter("ignore")  # warnings come from the second pass, with the whole-call totals
         for preds, refs in blocks:
             first.begin()
-            size += len(preds)  # type: ignore[operator]
             try:
-                fn(preds, refs)
+                fn(preds, refs, size or 0)
             except _Collected:
                 pass
+            size += len(preds)  # type: ignore[operator]
             if not first.asked:  # these options have no call-level statistics: one pass is enough
                 size = len(predictions) if hasattr(predictions, "__len__") else None
                 if not reiterable:
@@ -193,11 +199,14 @@ def score_stream(spec: MetricSpec, predictions: Any, references: Any = None, *,
     with use_scope(second):
         for preds, refs in itertools.chain(head, blocks):
             second.begin(offset)
-            results.append(fn(preds, refs))
+            results.append(fn(preds, refs, offset))
             offset += len(preds)
     if not results:
         raise ValueError("score_stream: `predictions` is empty; expected at least one segment.")
     return _combine(spec, o, results)
+
+
+_POSITION = re.compile(r"`(predictions|references)\[(\d+)\]")
 
 
 def _combine(spec: MetricSpec, o: Any, results: list[Scores]) -> Scores:

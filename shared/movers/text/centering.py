@@ -63,7 +63,13 @@ class Centering:
         return f"fitted[{h.hexdigest()[:8]}]"
 
     def check(self, metric: str, model: str, layer: str, preset: str) -> None:
-        """Raise unless fitted with this model, layer and preset."""
+        """Raise unless the means are finite vectors of one size, fitted with this model, layer and preset."""
+        means = (self.prediction_mean, self.reference_mean)
+        if not all(isinstance(m, Tensor) and m.ndim == 1 and bool(torch.isfinite(m).all()) for m in means) \
+                or self.prediction_mean.shape != self.reference_mean.shape:
+            raise ValueError(f"{metric}: `centering` must hold two finite mean vectors of the encoder's size, got "
+                             f"{[tuple(getattr(m, 'shape', ())) for m in means]} with non-finite or mismatched values; "
+                             f"fit it again (movers.fit_centering).")
         mine, theirs = (model, layer, preset), (self.model, self.layer, self.preset)
         if mine != theirs:
             raise ValueError(f"{metric}: `centering` was fitted with model/layer/preset {theirs}, but this call "

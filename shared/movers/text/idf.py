@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import math
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 __all__ = ["Idf", "idf_from_ids", "idf_from_counts", "document_frequencies", "call_idf"]
 
@@ -40,20 +43,35 @@ class Idf:
         return f"table[N={self.n_docs},{self.tag}]"
 
     def check(self, metric: str, tokenizer: str) -> None:
-        """Raise unless this table was fitted with `tokenizer` (an encoder's signature name): token ids
-        of another vocabulary would silently weight the wrong tokens."""
+        """Raise unless this table holds finite, non-negative weights (IDF is ``ln((N+1)/(df+1)) >= 0``; a NaN
+        or negative weight would silently change or flip a token's mass) and was fitted with `tokenizer` (an
+        encoder's signature name): token ids of another vocabulary would weight the wrong tokens."""
+        values = np.fromiter(self.weights.values(), dtype=np.float64, count=len(self.weights))
+        if not (math.isfinite(self.default) and self.default >= 0 and np.isfinite(values).all()
+                and (values >= 0).all()):
+            bad = [(t, w) for t, w in self.weights.items() if not (math.isfinite(w) and w >= 0)][:3]
+            raise ValueError(f"{metric}: `idf` must hold finite, non-negative weights (IDF is ln((N+1)/(df+1)) >= 0), "
+                             f"got default {self.default!r} and token weights such as {bad}; fit it with "
+                             f"movers.Idf.fit(texts).")
         if self.tokenizer and self.tokenizer != tokenizer:
             raise ValueError(f"{metric}: `idf` was fitted with the tokenizer of {self.tokenizer}, but this call "
                              f"encodes with {tokenizer}; fit it again with the same model (movers.Idf.fit(texts, "
                              f"model=...)).")
 
     @classmethod
-    def fit(cls, texts: Sequence[str], *, model: str | None = None) -> Idf:
-        """Fit an IDF table on `texts` with the tokenizer of `model` (default: the bundled MiniLM)."""
+    def fit(cls, texts: Sequence[str], *, model: str | None = None, unicode: str = "nfc") -> Idf:
+        """Fit an IDF table on `texts` with the tokenizer of `model` (default: the bundled MiniLM), after the
+        same Unicode rule as the scoring call (`unicode`: "nfc", the metrics' default, or "none")."""
+        from ..core.validation import check_texts
         from .embedding import load_encoder
 
+        if unicode not in ("nfc", "none"):
+            raise ValueError(f"Idf.fit: `unicode` must be 'nfc' or 'none', got {unicode!r}.")
+        texts = check_texts("Idf.fit", "texts", texts)
+        if unicode == "nfc":
+            texts = [unicodedata.normalize("NFC", t) for t in texts]
         encoder = load_encoder(model)
-        ids = [encoder.backbone.with_specials(c) for c in encoder.tokenize(list(texts))]
+        ids = [encoder.backbone.with_specials(c) for c in encoder.tokenize(texts)]
         return idf_from_ids(ids, tokenizer=encoder.name)
 
 
