@@ -97,6 +97,25 @@ def test_demo_prints_scores_and_signature(capsys):
     assert default == pytest.approx([0.599499, 0.538932, -0.15309], abs=1e-4)  # PyPI 1.0.3, originals.md §8.3
 
 
+def test_demo_command_starts_with_its_scores(tmp_path):
+    """The README's first command: its first line is a score, with no evaluate message that reads as a failure
+    ("... couldn't be found ... on the Hugging Face Hub"), in a fresh HF_HOME."""
+    import os
+    import subprocess
+    import sys
+
+    from .test_cli import _PATH
+
+    env = {**os.environ, **_PATH, "HF_HOME": str(tmp_path / "hf")}
+    env.pop("HF_EVALUATE_OFFLINE", None)
+    env.pop("MOVERS_NO_AUTOREGISTER", None)
+    proc = subprocess.run([sys.executable, "-m", "movers", "demo"], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("0.5995  'The cat sat on the mat.'")
+    assert "Hugging Face Hub" not in proc.stderr and "couldn't be found" not in proc.stderr, proc.stderr
+
+
 # ---------------------------------------------------------------- preprocessing as the papers'
 
 def test_wmt17_is_detokenized_and_unescaped_as_run_mt():

@@ -93,12 +93,24 @@ def test_registered_bare_name_loads_offline_in_a_new_process(tmp_path):
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_EVALUATE_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("MOVERS_NO_AUTOREGISTER", None)
     env.pop("HF_MODULES_CACHE", None)
+    code = "import evaluate; evaluate.load('moverscore')"
+    # what README and cards state: without the import, in a fresh cache, evaluate's own error (no movers in it)
+    before = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert before.returncode == 1 and "Couldn't find a module script" in before.stderr, before.stderr[-2000:]
+    assert "doesn't exist on the Hugging Face Hub either" in before.stderr
     subprocess.run([sys.executable, "-c", "import movers"], check=True, env=env, cwd=tmp_path)
     code = ("import evaluate; m = evaluate.load('moverscore'); "
             "print(m.name, type(m).__module__.split('.')[-1])")
     out = subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path,
                          capture_output=True, text=True)
     assert out.stdout.split() == ["moverscore", "moverscore"], out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_card_states_the_line_the_bare_name_needs(name):
+    card = (REPO / "cards" / f"{name}.md").read_text(encoding="utf-8")
+    assert "The bare name needs `import movers` once per `HF_HOME`" in card
+    assert f"`evaluate.load(\"{name}\")` fails with evaluate's \"Couldn't find a module script" in card
 
 
 def test_register_is_idempotent_and_refreshes(tmp_path):
@@ -147,3 +159,51 @@ def test_readme_trainer_compute_metrics_pattern():
     exec(compile(readme_trainer_snippet(), "README.md:Trainer", "exec"), namespace)
     compute_metrics = namespace["compute_metrics"]
     assert compute_metrics((preds, labels)) == {"moverscore": 1.0, "twmd": pytest.approx(1.0, abs=1e-6)}
+
+
+BOOT_PREDS = ["The cat sat on the mat.", "A dog ran in the park.", "It rained all day long.", "She plays the violin.",
+              "Prices went up again.", "The train was late.", "He fixed his bike.", "The museum opened."]
+BOOT_REFS = ["A cat sat on a mat.", "The dog was running in the park.", "Rain fell all day.", "She is a violinist.",
+             "Prices rose again.", "The train came late.", "He repaired the bicycle.", "A new museum wing opened."]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_corpus_configuration_works_with_evaluates_bootstrap(name):
+    """evaluate's evaluator resamples every key compute returns (strategy="bootstrap"); the "corpus"
+    configuration returns only float scalars, so it works, and its interval is scipy's bootstrap of the
+    same statistic computed by the core function (ΔBLEU: by sacreBLEU itself)."""
+    from scipy.stats import bootstrap
+
+    evaluator = importlib.import_module("evaluate.evaluator.base").Evaluator
+    module = movers.load(name, "corpus")
+    out = module.compute(predictions=BOOT_PREDS, references=BOOT_REFS)
+    full = getattr(movers, name)(BOOT_PREDS, BOOT_REFS)
+    assert out["score"] == full.score and all(isinstance(v, float) for v in out.values())
+    assert module.last_signature == full.signature
+    got = evaluator._compute_confidence_interval(module, {"predictions": BOOT_PREDS, "references": BOOT_REFS},
+                                                 list(out), n_resamples=15, random_state=0)
+    if name == "delta_bleu":
+        import sacrebleu
+
+        def statistic(p, r):
+            return sacrebleu.corpus_bleu(list(p), [list(r)]).score
+    else:
+        def statistic(p, r):
+            return getattr(movers, name)(list(p), list(r)).score
+    want = bootstrap([BOOT_PREDS, BOOT_REFS], statistic, paired=True, vectorized=False, n_resamples=15,
+                     random_state=0)
+    low, high = got["score"]["confidence_interval"]
+    assert low == pytest.approx(want.confidence_interval.low, abs=1e-9)
+    assert high == pytest.approx(want.confidence_interval.high, abs=1e-9)
+    assert got["score"]["standard_error"] == pytest.approx(want.standard_error, abs=1e-9)
+    assert low <= out["score"] <= high
+
+
+def test_corpus_twin_of_every_configuration():
+    plain = movers.delta_bleu(BOOT_PREDS, BOOT_REFS)  # weights of 1 are plain BLEU
+    assert movers.load("delta_bleu", "weighted-corpus").compute(
+        predictions=BOOT_PREDS, references=[[r] for r in BOOT_REFS], reference_weights=[[1.0]] * 8) == \
+        {"score": plain.score, "bp": plain.extra["bp"]}
+    with pytest.raises(ValueError, match=r"unknown configuration 'corpus-weighted'; choose one of "
+                                         r"\['default', 'weighted', 'corpus', 'weighted-corpus'\]"):
+        movers.load("delta_bleu", "corpus-weighted")

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ import pytest
 from movers.integrations.app import InputError, parse_inputs
 from movers.integrations.app import page as metric_page
 from movers.metrics.delta_bleu import delta_bleu_ngrams
+from movers import __version__ as _version
 from movers.integrations.space import GRADIO_VERSION, TORCH_VERSION, build, build_wheel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,6 +137,59 @@ def test_space_folder_holds_what_the_space_runs(slug, spaces, wheel):
     app = (folder / "app.py").read_text()
     compile(app, "app.py", "exec")
     assert f'launch("{slug}", card=HERE / "README.md")' in app
+
+
+def _venv_with_our_dependencies(folder: Path) -> Path:
+    """A fresh virtual environment whose only extra path is this environment's site-packages (a .pth line, so
+    that torch & co. need no install; .pth files of that folder, e.g. an editable movers, are not run)."""
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "dependencies-of-the-test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("install", ["source", "wheel"])
+def test_readme_space_build_command_after_a_plain_install(install, wheel, tmp_path):
+    """The README's command as written (`.venv/bin/movers space build moverscore spaces/`) after a plain,
+    non-editable install (`pip install .`, or of a wheel): no source tree beside movers, so the installed files
+    are packed back into the wheel, which must hold exactly the files of a wheel built from the source."""
+    python = _venv_with_our_dependencies(tmp_path / ".venv")
+    target = str(REPO) if install == "source" else str(wheel)
+    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--quiet", target],
+                   check=True, cwd=tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = subprocess.run([str(python), "-c", "import movers; print(movers.__file__)"], env=env, check=True,
+                           capture_output=True, text=True, cwd=tmp_path).stdout.strip()
+    assert Path(where).is_relative_to(tmp_path / ".venv")
+    proc = subprocess.run([str(tmp_path / ".venv" / "bin" / "movers"), "space", "build", "moverscore", "spaces/"],
+                          env=env, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "built spaces/moverscore"
+    built = tmp_path / "spaces" / "moverscore" / wheel.name
+    with zipfile.ZipFile(built) as got, zipfile.ZipFile(wheel) as want:
+        record = f"movers-{_version}.dist-info/RECORD"
+        assert sorted(got.namelist()) == sorted(want.namelist())
+        assert [n for n in want.namelist() if n != record and got.read(n) != want.read(n)] == []
+        assert sorted(got.read(record).decode().splitlines()) == sorted(want.read(record).decode().splitlines())
+    assert (tmp_path / "spaces" / "moverscore" / "requirements.txt").read_text() == \
+        (REPO / "metrics" / "moverscore" / "requirements.txt").read_text()
+
+
+def test_a_failed_build_leaves_no_folder(tmp_path, monkeypatch):
+    import movers.integrations.space as space
+
+    def no_wheel(dest, source=None):
+        raise FileNotFoundError("no wheel here")
+
+    monkeypatch.setattr(space, "build_wheel", no_wheel)
+    with pytest.raises(FileNotFoundError, match="no wheel here"):
+        space.build("moverscore", tmp_path / "spaces")
+    assert not (tmp_path / "spaces" / "moverscore").exists()
 
 
 # -------------------------------------------------------------------------------- in a real browser

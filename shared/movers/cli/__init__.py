@@ -46,7 +46,15 @@ def _demo(argv: list[str]) -> int:
     import movers
 
     movers.register([args.metric])
-    metric = evaluate.load(args.metric)  # bare name: resolved from evaluate's cache, offline
+    # bare name: resolved from evaluate's module cache, offline. evaluate logs "Using the latest cached version
+    # ... since it couldn't be found ... on the Hugging Face Hub" for every such load, which reads as a failure
+    # on the demo's first line: silenced for this one load.
+    verbosity = evaluate.logging.get_verbosity()
+    evaluate.logging.set_verbosity_error()
+    try:
+        metric = evaluate.load(args.metric)
+    finally:
+        evaluate.logging.set_verbosity(verbosity)
     preds, refs = zip(*DEMO_PAIRS, strict=False)
     result = metric.compute(predictions=list(preds), references=list(refs))
     for (pred, ref), score in zip(DEMO_PAIRS, result["scores"], strict=False):
@@ -64,7 +72,16 @@ def _register(argv: list[str]) -> int:
     args = p.parse_args(argv)
     import movers
 
-    for path in movers.register(args.names or None):
+    try:
+        written = movers.register(args.names or None)
+    except OSError as err:
+        print(f"movers register: error: cannot write {getattr(err, 'filename', None) or 'the module cache'} "
+              f"({err.strerror or err}); set HF_HOME (or HF_MODULES_CACHE) to a writable folder.", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"movers register: error: {err}", file=sys.stderr)
+        return 2
+    for path in written:
         print(f"registered {path}")
     return 0
 
@@ -142,13 +159,19 @@ def _space(argv: list[str]) -> int:
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one line on stderr (no source line of the library): ``movers: warning: ...``."""
-    print(f"movers: warning: {message}", file=sys.stderr if file is None else file)
+    text = str(message)
+    text = text[len("movers: "):] if text.startswith("movers: ") else text
+    print(f"movers: warning: {text}", file=sys.stderr if file is None else file)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     warnings.showwarning = _one_line_warning
+    if argv[:1] != ["register"]:  # `movers register` says itself what it could not write
+        from ..integrations.hub import _autoregister
+
+        _autoregister()
     if argv and argv[0] in ("-V", "--version"):
         from .. import __version__
 

@@ -10,6 +10,7 @@ metric. A registry (:mod:`movers.metrics`) lists the specs.
 from __future__ import annotations
 
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,6 +86,12 @@ class MetricSpec(ABC, Generic[OptionsT]):
     """Module name: ``movers.<slug>``, ``evaluate.load("<slug>")``, ``movers score -m <slug>``."""
     title: ClassVar[str]
     """Display name and the signature's first field (``MoverScore``)."""
+
+    @classmethod
+    def class_title(cls) -> str:
+        """The title as a Python class name (``S+WMS`` -> ``S_WMS``): ``movers.torchmetrics.<class_title>``."""
+        return re.sub(r"\W", "_", cls.title)
+
     Options: ClassVar[type]
     """The frozen options dataclass."""
     summary: ClassVar[str]

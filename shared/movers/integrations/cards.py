@@ -14,7 +14,9 @@ from pathlib import Path
 from .. import metrics as registry
 from ..core.options import type_text
 from ..core.spec import MetricSpec
+from ..core.validation import MAX_TEXT_CHARS
 from ..pipeline.call import make_options
+from .evaluate_module import CORPUS, configurations
 
 __all__ = ["options_table", "sync", "BEGIN", "END"]
 
@@ -41,6 +43,18 @@ def options_table(spec: MetricSpec) -> str:
             doc += f" The worst value at the default options: {_worst(spec)}."
         runtime = " Runtime only: never changes a score." if f.info.runtime and "untime only" not in doc else ""
         lines.append(f"| `{f.name}` | {_cell(type_text(f.hint))} | `{f.default!r}` | {_cell(doc + runtime)} |")
+    lines += ["", f"Every text passes one check in both APIs, `score_stream` and the command line: at most "
+              f"{MAX_TEXT_CHARS:,} characters (`movers.core.validation.MAX_TEXT_CHARS`; the environment variable "
+              f"`MOVERS_MAX_TEXT_CHARS` raises it), refused before tokenisation, and valid code points only (a lone "
+              f"surrogate is an error naming its position). One module object may be shared by threads: "
+              f"`compute(predictions=..., references=...)` calls never share state (README, *Threads*)."]
+    configs = ", ".join(f"`{c}`" for c in configurations(spec))
+    lines += ["", f"evaluate configurations: {configs}. The `{CORPUS}` twins (`evaluate.load(\"{spec.slug}\", "
+              f"\"{CORPUS}\")`) return only the float scalars (`score` and the corpus-level values) and keep the "
+              f"signature as the module's `last_signature`, so that evaluate's "
+              f"`evaluator(...).compute(strategy=\"bootstrap\")`, which resamples every key it gets, works; that "
+              f"bootstrap takes one reference per prediction. As a torchmetrics `Metric` (Lightning, exact under "
+              f"DDP): `movers.torchmetrics.{spec.class_title()}(**options)` (README, *Lightning / torchmetrics*)."]
     return "\n".join([*lines, "", END])
 
 

@@ -22,8 +22,11 @@ worst value by default, with a warning), with the options given to `compute`.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import textwrap
+import threading
+import warnings
 from typing import Any
 
 import datasets
@@ -37,7 +40,8 @@ from ..pipeline.call import signature_of
 
 logger = logging.getLogger("movers")
 
-__all__ = ["MoversMetric", "module_class", "evaluate_module", "text_features", "kwargs_description", "instance"]
+__all__ = ["MoversMetric", "module_class", "evaluate_module", "text_features", "kwargs_description", "instance",
+           "configurations", "corpus_config", "CORPUS"]
 
 
 class MoversMetric(evaluate.Metric):
@@ -46,49 +50,96 @@ class MoversMetric(evaluate.Metric):
     Subclasses define `_info` and `_compute` only. The inputs are ``predictions`` and ``references``
     (texts, or, when a feature variant declares sentence lists, pre-segmented documents) and
     optionally ``reference_weights`` (ΔBLEU's "weighted" configuration).
+
+    Threads: one object may be shared between threads (a Space or a web service handling several requests).
+    ``compute(predictions=..., references=...)`` with nothing added before scores straight from the checked
+    inputs, without evaluate's Arrow writer, so concurrent calls never share state; ``add``/``add_batch`` and
+    a ``compute`` of added examples hold the object's lock, so they run one at a time. A cache folder that
+    cannot be written (read-only, full or broken ``HF_HOME``) makes the object keep added examples in memory.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._movers_lock = threading.RLock()
+        super().__init__(*args, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_movers_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._movers_lock = threading.RLock()
+
+    def _build_data_dir(self) -> str:
+        """evaluate's cache folder; where it cannot be made, keep examples in memory (one process) or say where."""
+        try:
+            return str(super()._build_data_dir())
+        except OSError as err:
+            path = os.path.join(self._data_dir_root, self.name, self.config_name)
+            if self.num_process != 1:
+                raise OSError(f"{self.name}: evaluate's cache folder {path} cannot be written "
+                              f"({err.strerror or err}); distributed evaluate needs it: set HF_HOME (or cache_dir=) "
+                              f"to a writable folder.") from None
+            warnings.warn(f"{self.name}: evaluate's cache folder {path} cannot be written ({err.strerror or err}); "
+                          f"added examples are kept in memory instead.", RuntimeWarning, stacklevel=4)
+            self.keep_in_memory = True
+            return path
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (checked by movers first; see the module card).
         """
         batch = self._movers_check(predictions, references, kwargs)
-        fresh = self.writer is None
-        try:
-            return super().add_batch(**batch)
-        except BaseException:
-            if fresh:
-                self._movers_discard()
-            raise
+        with self._movers_lock:
+            fresh = self.writer is None
+            try:
+                return super().add_batch(**batch)
+            except BaseException:
+                if fresh:
+                    self._movers_discard()
+                raise
 
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one prediction and its reference(s) (checked by movers first; see the module card).
         """
         columns = {k: [value] for k, value in kwargs.items()}
         batch = self._movers_check([prediction], [reference], columns, single=True)
-        fresh = self.writer is None
-        try:
-            return super().add(prediction=batch["predictions"][0], reference=batch["references"][0],
-                               **{k: col[0] for k, col in batch.items() if k not in ("predictions", "references")})
-        except BaseException:
-            if fresh:
-                self._movers_discard()
-            raise
+        with self._movers_lock:
+            fresh = self.writer is None
+            try:
+                return super().add(prediction=batch["predictions"][0], reference=batch["references"][0],
+                                   **{k: col[0] for k, col in batch.items() if k not in ("predictions", "references")})
+            except BaseException:
+                if fresh:
+                    self._movers_discard()
+                raise
 
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Score the added examples and those given here (checked by movers first; see the module card).
 
         A failed call discards the examples added so far, so the object stays usable.
         """
-        # evaluate leaves file_paths/filelocks of the last successful compute behind; cleared here so that a
-        # failure below discards only files this call holds (another module or process may own that path now).
-        self.file_paths = self.filelocks = None
-        try:
-            out = super().compute(predictions=predictions, references=references, **kwargs)
-        except BaseException:
-            self._movers_discard()
-            raise
-        self.file_paths = self.filelocks = None
-        return out
+        columns = set(self._feature_names())
+        if (predictions is not None or references is not None) and self.num_process == 1 \
+                and getattr(self, "writer", None) is None:
+            # Everything is here: score the checked inputs as they are (what evaluate's Arrow round trip gives),
+            # no shared writer, no cache file.
+            batch = self._movers_check(predictions, references, {k: v for k, v in kwargs.items() if k in columns})
+            options = {k: v for k, v in kwargs.items() if k not in columns}
+            # No temp_seed: it swaps numpy's and torch's global generators, which threads share, and the metrics
+            # draw no random numbers (a fitted baseline uses its own seeded generator).
+            return self._compute(**batch, **options)
+        with self._movers_lock:
+            # evaluate leaves file_paths/filelocks of the last successful compute behind; cleared here so that a
+            # failure below discards only files this call holds (another module or process may own that path now).
+            self.file_paths = self.filelocks = None
+            try:
+                out = super().compute(predictions=predictions, references=references, **kwargs)
+            except BaseException:
+                self._movers_discard()
+                raise
+            self.file_paths = self.filelocks = None
+            return out
 
     # ------------------------------------------------------------------ internals
 
@@ -133,8 +184,6 @@ class MoversMetric(evaluate.Metric):
     def _movers_discard(self) -> None:
         """Drop the pending writer, cache file and lock, as a successful `compute` does: only what this object
         holds now (its open cache file, or the files the failing `compute` gathered)."""
-        import os
-
         writer: Any = getattr(self, "writer", None)
         if writer is not None:
             try:
@@ -196,7 +245,7 @@ def kwargs_description(spec: MetricSpec) -> str:
     for name in spec.extra_inputs:
         lines.append(item(name, "`list` of `list` of `float`", "Shaped like `references`; a compute argument, or "
                           "a column added batch by batch with the configuration that declares it "
-                          f"({', '.join(c for c, cols in spec.configs.items() if name in cols)})."))
+                          f"({', '.join(c for c, cols in configurations(spec).items() if name in cols)})."))
     for f in spec.options:
         if f.info.cli or f.info.runtime:
             lines.append(item(f.name, f"{type_text(f.hint)}; default {f.default!r}", f.info.doc))
@@ -214,6 +263,27 @@ def kwargs_description(spec: MetricSpec) -> str:
 
 
 _CLASSES: dict[str, type] = {}
+
+CORPUS = "corpus"
+
+
+def corpus_config(name: str) -> str:
+    """The scalar-only twin of configuration `name`: "corpus" for "default", "<name>-corpus" otherwise."""
+    return CORPUS if name == "default" else f"{name}-{CORPUS}"
+
+
+def configurations(spec: MetricSpec) -> dict[str, tuple[str, ...]]:
+    """Every evaluate configuration of `spec`: its declared ones (name -> extra input columns) and, for each,
+    a scalar-only twin (:func:`corpus_config`) whose ``compute`` returns only the numeric corpus-level outputs,
+    as evaluate's bootstrap (``evaluator(...).compute(strategy="bootstrap")``) resamples every key it gets."""
+    return {**spec.configs, **{corpus_config(name): cols for name, cols in spec.configs.items()}}
+
+
+def scalar_outputs(result: dict[str, Any]) -> dict[str, Any]:
+    """The float scalars of a result (``score`` and corpus-level values such as ΔBLEU's ``bp``; no counts, lists
+    or signature: resampling a count gives a degenerate interval)."""
+    return {k: v for k, v in result.items()
+            if isinstance(v, float)}
 
 
 def class_name(slug: str) -> str:
@@ -235,16 +305,21 @@ def module_class(metric: str | MetricSpec) -> type:
         __movers_spec__ = spec
 
         def _info(self) -> evaluate.MetricInfo:
-            if self.config_name not in spec.configs:
+            configs = configurations(spec)
+            if self.config_name not in configs:
                 raise ValueError(f"{spec.slug}: unknown configuration {self.config_name!r}; choose one of "
-                                 f"{list(spec.configs)}.")
+                                 f"{list(configs)}.")
             return evaluate.MetricInfo(
                 description=description, citation=spec.citation, inputs_description=inputs_description,
-                features=text_features(segmented=spec.documents, weights=spec.configs[self.config_name]),
+                features=text_features(segmented=spec.documents, weights=configs[self.config_name]),
                 codebase_urls=list(spec.codebase_urls), reference_urls=list(spec.reference_urls))
 
         def _compute(self, predictions: Any, references: Any, **options: Any) -> dict[str, Any]:
-            return function(predictions, references, **options).to_dict()
+            result = function(predictions, references, **options).to_dict()
+            if self.config_name == CORPUS or self.config_name.endswith(f"-{CORPUS}"):
+                self.last_signature = result["signature"]  # the scalars' signature (a string is not resampled)
+                return scalar_outputs(result)
+            return result
 
         def __init_subclass__(cls, **kwargs: Any) -> None:
             super().__init_subclass__(**kwargs)

@@ -4,7 +4,8 @@ Each folder ``<dir>/<slug>/`` holds exactly what the Space runs:
 
 * ``README.md``: the metric card with the Space's YAML front matter (``sdk: gradio``, ``sdk_version``);
 * ``app.py``: unpacks the movers wheel of this folder, puts it on ``sys.path``, serves :mod:`movers.app`;
-* ``movers-<version>-py3-none-any.whl``: movers itself, built from this source tree (or ``--wheel``);
+* ``movers-<version>-py3-none-any.whl``: movers itself, built from this source tree, or packed back from a
+  plain install's files (or ``--wheel``);
 * ``requirements.txt``: movers' own dependencies, torch pinned to the CPU build, gradio = ``sdk_version``;
 * ``<slug>.py``: the evaluate module script, so ``evaluate.load("<org>/<slug>")`` works from the Hub;
 * the images the card shows (e.g. ``lazy_emd_matching.png``).
@@ -18,7 +19,9 @@ folder at start and imports movers from there; requirements.txt lists everything
 from __future__ import annotations
 
 import argparse
+import base64
 import email.parser
+import hashlib
 import re
 import shutil
 import subprocess
@@ -27,7 +30,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-__all__ = ["build", "build_wheel", "requirements", "GRADIO_VERSION", "TORCH_VERSION", "TORCH_INDEX", "main"]
+__all__ = ["build", "build_wheel", "installed_wheel", "requirements", "GRADIO_VERSION", "TORCH_VERSION",
+           "TORCH_INDEX", "main"]
 
 GRADIO_VERSION = "6.31.0"
 """The gradio the Spaces run (card ``sdk_version``): started with transformers 5.23 / huggingface_hub 2.4
@@ -73,18 +77,63 @@ def _source_root() -> Path | None:
 
 
 def build_wheel(dest: str | Path, source: str | Path | None = None) -> Path:
-    """``pip wheel --no-deps`` of the movers source tree into `dest`; returns the wheel's path."""
+    """A movers wheel in `dest`; returns its path. From a source tree (a checkout, or the tree of an editable
+    install): ``pip wheel --no-deps``. From a plain install (``pip install .`` or a wheel), which has no source
+    tree: the installed distribution packed back into its wheel (:func:`installed_wheel`)."""
     source = Path(source) if source is not None else _source_root()
-    if source is None:
-        raise FileNotFoundError("movers space build: no movers source tree next to this installation; "
-                                "pass --wheel PATH (a movers wheel, e.g. from `pip wheel --no-deps <checkout>`).")
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
+    if source is None:
+        return installed_wheel(dest)
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", tmp, str(source)],
                        check=True)
         (wheel,) = Path(tmp).glob("movers-*.whl")
         return Path(shutil.copy2(wheel, dest / wheel.name))
+
+
+_INSTALL_ONLY = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}  # written by the installer, not the wheel
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode("ascii")
+
+
+def installed_wheel(dest: str | Path) -> Path:
+    """The installed movers distribution as a wheel in `dest`: the files its RECORD lists under site-packages
+    (not the console scripts, which the installer generates from ``entry_points.txt``, nor byte code or the
+    installer's own files), each checked against its recorded hash, with a new RECORD. A wheel installs to
+    exactly these files, so this is the wheel that was installed."""
+    from importlib import metadata
+
+    dist = metadata.distribution("movers")
+    info = next((f.parts[0] for f in dist.files or [] if f.parts[0].endswith(".dist-info")), None)
+    if info is None:
+        raise FileNotFoundError("movers space build: the installed movers has no RECORD of its files; pass --wheel "
+                                "PATH (a movers wheel, e.g. from `pip wheel --no-deps <checkout>`).")
+    wheel_meta = email.parser.Parser().parsestr(dist.read_text("WHEEL") or "")
+    tag = wheel_meta.get("Tag", "py3-none-any")
+    name = f"movers-{dist.version}-{tag}.whl"
+    target = Path(dest) / name
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        partial = Path(tmp) / name
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
+            for f in sorted(dist.files or [], key=str):
+                parts = f.parts
+                if parts[0] == ".." or "__pycache__" in parts or f.suffix == ".pyc" \
+                        or (parts[0] == info and f.name in _INSTALL_ONLY):
+                    continue
+                data = Path(str(dist.locate_file(f))).read_bytes()
+                digest = _record_hash(data)
+                if f.hash is not None and f"{f.hash.mode}={f.hash.value}" != digest:
+                    raise ValueError(f"movers space build: the installed file {f} differs from what was installed "
+                                     f"(edited in site-packages?); reinstall movers or pass --wheel PATH.")
+                zf.writestr(f.as_posix(), data)
+                rows.append(f"{f.as_posix()},{digest},{len(data)}")
+            rows.append(f"{info}/RECORD,,")
+            zf.writestr(f"{info}/RECORD", "\n".join(rows) + "\n")
+        return Path(shutil.copy2(partial, target))
 
 
 def _wheel_requires(wheel: Path) -> list[str]:
@@ -125,11 +174,12 @@ def build(slug: str, out_dir: str | Path, *, wheel: str | Path | None = None) ->
         raise ValueError(f"movers space build: unknown metric {slug!r}; choose one of {module_names()} or 'all'.")
     src = Path(module_dir(slug))
     target = Path(out_dir) / slug
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    wheel_path = Path(wheel) if wheel is not None else build_wheel(target)
-    if wheel_path.parent.resolve() != target.resolve():
+    with tempfile.TemporaryDirectory() as tmp:  # the wheel first: a failure leaves no half-built folder
+        # (a given wheel is copied aside first: it may lie in the folder about to be replaced)
+        wheel_path = build_wheel(tmp) if wheel is None else Path(shutil.copy2(wheel, Path(tmp) / Path(wheel).name))
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
         wheel_path = Path(shutil.copy2(wheel_path, target / wheel_path.name))
     card = (src / "README.md").read_text(encoding="utf-8")
     (target / "README.md").write_text(card, encoding="utf-8")
@@ -152,7 +202,8 @@ def main(argv: list[str]) -> int:
     b = sub.add_parser("build", help="assemble <dir>/<slug>/ for one metric or all six")
     b.add_argument("slug", help="a metric slug, or 'all'")
     b.add_argument("dir", help="output folder; each Space goes to <dir>/<slug>/")
-    b.add_argument("--wheel", help="a movers wheel to ship (default: built from this source tree)")
+    b.add_argument("--wheel", help="a movers wheel to ship (default: built from the source tree, or packed from "
+                                   "the installed files)")
     args = p.parse_args(argv)
     from .hub import module_names
 
