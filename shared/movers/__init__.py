@@ -37,6 +37,7 @@ _LAZY = {
     "Encoder": "text.embedding",
     "load_encoder": "text.embedding",
     "clear_encoder_cache": "text.embedding",
+    "EmbeddingCache": "text.embedding_cache",
     "Idf": "text.idf",
     "Centering": "text.centering",
     "explain": "integrations.api",

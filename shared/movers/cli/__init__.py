@@ -11,7 +11,9 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers bench speed ...           side-by-side timings (vs the original where there is one; --generic: any metric)
     movers bench baselines ...       recompute the shipped rescaling baselines (movers/data/baselines.json)
     movers bench scale ...           peak memory vs corpus size, throughput with 1 and 2 processes
+    movers bench systems ...         several systems and repeated evaluations, with and without the cache
     movers space build <slug|all> <dir>   Hugging Face Space folders (see movers.space)
+    movers cache info|clear [--cache DIR]   an embedding cache folder (movers score --cache DIR, MOVERS_CACHE)
     movers --version                 print the version
 """
 from __future__ import annotations
@@ -91,16 +93,22 @@ def _bench(argv: list[str]) -> int:
         from ..bench.baselines import main as run_baselines
 
         return run_baselines(argv[1:])
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "suite", "scale"):
-        print("usage: movers bench {speed,correlation,suite,scale,baselines} [options]\n"
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "suite", "scale",
+                                                                  "systems"):
+        print("usage: movers bench {speed,correlation,suite,scale,systems,baselines} [options]\n"
               "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
               "  movers bench suite --suite {dev,validation} --metric SLUG[=JSON] [...]\n"
               "  movers bench speed --metric SLUG [options of that benchmark]   (vs the original)\n"
               "  movers bench speed --generic --metric SLUG [...] [--against DIR]   (time, memory, floor)\n"
               "  movers bench scale [options]   (peak memory vs corpus size, throughput)\n"
+              "  movers bench systems [--metric SLUG]   (16 systems, repeated evaluations; embedding cache)\n"
               "  movers bench baselines [--pairs N --out FILE]   (the shipped rescaling baselines)")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     kind, rest = argv[0], argv[1:]
+    if kind == "systems":
+        from ..bench.systems import main as systems
+
+        return systems(rest)
     if kind == "scale":
         from ..bench.scale import main as scale
 
@@ -151,6 +159,12 @@ def _score(argv: list[str]) -> int:
     return run(argv)
 
 
+def _cache(argv: list[str]) -> int:
+    from .cache import main as run
+
+    return run(argv)
+
+
 def _space(argv: list[str]) -> int:
     from ..integrations.space import main as run
 
@@ -178,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"movers {__version__}")
         return 0
     commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score,
-                "explain": _explain, "space": _space}
+                "explain": _explain, "space": _space, "cache": _cache}
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 0 if argv and argv[0] in ("-h", "--help") else 2

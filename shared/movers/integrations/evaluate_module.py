@@ -37,11 +37,17 @@ from ..core import validation as v
 from ..core.options import type_text
 from ..core.spec import MetricSpec
 from ..pipeline.call import signature_of
+from ..text.embedding_cache import CACHE_ENV, EmbeddingCache
 
 logger = logging.getLogger("movers")
 
 __all__ = ["MoversMetric", "module_class", "evaluate_module", "text_features", "kwargs_description", "instance",
            "configurations", "corpus_config", "CORPUS"]
+
+
+MODULE_CACHE_BYTES = 256 * 2**20
+"""The bound of a module object's in-memory embedding cache (``cache=False`` in ``compute`` turns it off;
+``MOVERS_CACHE`` or ``cache=<folder>`` uses a folder instead)."""
 
 
 class MoversMetric(evaluate.Metric):
@@ -56,6 +62,10 @@ class MoversMetric(evaluate.Metric):
     inputs, without evaluate's Arrow writer, so concurrent calls never share state; ``add``/``add_batch`` and
     a ``compute`` of added examples hold the object's lock, so they run one at a time. A cache folder that
     cannot be written (read-only, full or broken ``HF_HOME``) makes the object keep added examples in memory.
+
+    Embeddings: the object keeps the token vectors of the texts it scored in an in-memory cache of at most
+    :data:`MODULE_CACHE_BYTES` (least recently used first out), so that a training loop's repeated ``compute``
+    calls embed the same references once; scores are identical with and without it (``cache=False``).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -65,7 +75,16 @@ class MoversMetric(evaluate.Metric):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("_movers_lock", None)
+        state.pop("_movers_cache", None)
         return state
+
+    def _movers_memory_cache(self) -> EmbeddingCache:
+        """The object's own in-memory embedding cache (:data:`MODULE_CACHE_BYTES`): repeated ``compute`` calls
+        of one object (a training loop's evaluations) embed the same references once."""
+        with self._movers_lock:
+            if getattr(self, "_movers_cache", None) is None:
+                self._movers_cache = EmbeddingCache(max_bytes=MODULE_CACHE_BYTES)
+            return self._movers_cache
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -297,6 +316,7 @@ def module_class(metric: str | MetricSpec) -> type:
     if spec.slug in _CLASSES and _CLASSES[spec.slug].__movers_spec__ is spec:  # type: ignore[attr-defined]
         return _CLASSES[spec.slug]
     function = registry.function(spec)
+    cached = any(f.name == "cache" for f in spec.options)
     description = " ".join(spec.summary.split())
     inputs_description = kwargs_description(spec)
 
@@ -315,6 +335,8 @@ def module_class(metric: str | MetricSpec) -> type:
                 codebase_urls=list(spec.codebase_urls), reference_urls=list(spec.reference_urls))
 
         def _compute(self, predictions: Any, references: Any, **options: Any) -> dict[str, Any]:
+            if cached and "cache" not in options and not os.environ.get(CACHE_ENV):
+                options["cache"] = self._movers_memory_cache()
             result = function(predictions, references, **options).to_dict()
             if self.config_name == CORPUS or self.config_name.endswith(f"-{CORPUS}"):
                 self.last_signature = result["signature"]  # the scalars' signature (a string is not resampled)

@@ -276,7 +276,7 @@ class Twmd(EmbeddingMetric[TwmdOptions, Context[TwmdOptions]]):
             layer = o.layer
             if layer is None:
                 probe = load_encoder(o.model, layer=-1, device=o.device, long_texts=o.long_texts)
-                layer = default_layer(o.model, probe.backbone.model.config)
+                layer = default_layer(o.model, probe.backbone.config)
             encoder = load_encoder(o.model, layer=layer, device=o.device, long_texts=o.long_texts)
         return Context(o, "twmd", encoder, o.preset)
 

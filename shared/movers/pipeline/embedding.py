@@ -19,6 +19,7 @@ A metric file supplies the hooks; nothing here names a metric.
 """
 from __future__ import annotations
 
+import os
 import warnings
 from abc import abstractmethod
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ from ..text.centering import (
     chunked_corpus_means,
 )
 from ..text.embedding import Encoder
+from ..text.embedding_cache import EmbeddingCache, resolve_cache, using_cache
 from .call import empty_predictions_option, unicode_option
 
 __all__ = ["EmbeddingMetric", "EmbeddingOptions", "Context", "Chunk", "long_texts_option", "model_option",
@@ -95,6 +97,11 @@ class EmbeddingOptions:
                                 runtime=True)
     unicode: Literal["nfc", "none"] = unicode_option()
     empty_predictions: Literal["worst", "error"] = empty_predictions_option()
+    cache: EmbeddingCache | str | os.PathLike | bool | None = option(None, """Embedding cache; runtime only, never
+        changes a score (a text's vectors do not depend on its batch). None (default): the folder named by the
+        MOVERS_CACHE environment variable if set, else none; False: none; a folder path; or a
+        movers.EmbeddingCache (EmbeddingCache() in memory, EmbeddingCache(folder) on disk).""",
+                                                                 runtime=True, widget=False, cli=False)
 
 
 @dataclass
@@ -229,6 +236,10 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
                 [self.centring_vectors(ctx, x) for x in chunk.references])
 
     def run(self, options: OptionsT, inputs: Inputs) -> Scores:
+        with using_cache(resolve_cache(self.name(options), options.cache)):
+            return self._run(options, inputs)
+
+    def _run(self, options: OptionsT, inputs: Inputs) -> Scores:
         o = options
         name = self.name(o)
         scope = current_scope()

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
+import json
 import logging
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,9 +31,10 @@ from torch import Tensor
 
 from ..core import cache as _cache
 from ..core import progress
+from .embedding_cache import Row, current_cache, using_cache
 
 __all__ = ["DEFAULT_MODEL", "Encoder", "TokenEmbeddings", "EmbeddedText", "load_encoder", "clear_encoder_cache",
-           "load_backbone",
+           "load_backbone", "using_cache", "model_fingerprint",
            "resolve_device", "LayerSpec"]
 
 logger = logging.getLogger("movers")
@@ -195,15 +198,31 @@ def _check_hub_model(repo_id: str) -> None:
 
 @dataclass
 class _Backbone:
-    model: torch.nn.Module
+    """A tokenizer and a model's configuration, loaded at once; the weights on first use of :attr:`model`
+    (an embedding cache that holds every text of a call never loads them)."""
+
+    config: Any
     tokenizer: Any
     name: str  # for signatures: hub id@sha7, folder@local, or the bundled package@version
+    path: str  # the folder the files were read from (hub ids: their snapshot folder), for fingerprints
     device: torch.device
     dtype: torch.dtype
     window: int  # max tokens per forward pass incl. specials
     num_layers: int
     prefix: tuple[int, ...]  # special ids the tokenizer puts before the content ([CLS], <s>)
     suffix: tuple[int, ...]  # and after it ([SEP], </s>)
+    load_weights: Any = field(repr=False, default=None)  # () -> torch.nn.Module
+    _model: torch.nn.Module | None = field(repr=False, default=None)
+
+    @property
+    def model(self) -> torch.nn.Module:
+        if self._model is None:
+            self._model = self.load_weights()
+        return self._model
+
+    @property
+    def weights_loaded(self) -> bool:
+        return self._model is not None
 
     def with_specials(self, content: Sequence[int]) -> list[int]:
         return [*self.prefix, *content, *self.suffix]
@@ -245,21 +264,28 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
         _check_hub_model(path)
     logger.info("movers: loading encoder %s on %s (%s)", path, device, dtype)
     kwargs = {"local_files_only": True} if local else {}
-    bar = transformers.utils.logging.is_progress_bar_enabled()
-    transformers.utils.logging.disable_progress_bar()  # no stderr noise inside compute()
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path, **kwargs)
-        net = transformers.AutoModel.from_pretrained(path, dtype=dtype, **kwargs)
-    except (OSError, ValueError) as err:  # transformers' message names neither the argument nor a fix
-        raise OSError(f"movers: `model` (SMS: `embedding`) {str(model)!r} could not be loaded as a Hugging Face "
-                      f"encoder "
-                      f"({type(err).__name__}: {str(err)[:300]}); pass a folder or hub id of a transformers "
-                      f"model with a tokenizer, or leave `model` unset for the bundled default.") from err
-    finally:
-        if bar:
-            transformers.utils.logging.enable_progress_bar()
-    net.eval().to(device)
-    config = net.config
+
+    def loading(what: Any) -> Any:
+        bar = transformers.utils.logging.is_progress_bar_enabled()
+        transformers.utils.logging.disable_progress_bar()  # no stderr noise inside compute()
+        try:
+            return what()
+        except (OSError, ValueError) as err:  # transformers' message names neither the argument nor a fix
+            raise OSError(f"movers: `model` (SMS: `embedding`) {str(model)!r} could not be loaded as a Hugging "
+                          f"Face encoder ({type(err).__name__}: {str(err)[:300]}); pass a folder or hub id of a "
+                          f"transformers model with a tokenizer, or leave `model` unset for the bundled "
+                          f"default.") from err
+        finally:
+            if bar:
+                transformers.utils.logging.enable_progress_bar()
+
+    tokenizer = loading(lambda: transformers.AutoTokenizer.from_pretrained(path, **kwargs))
+    config = loading(lambda: transformers.AutoConfig.from_pretrained(path, **kwargs))
+
+    def load_weights() -> torch.nn.Module:
+        net = loading(lambda: transformers.AutoModel.from_pretrained(path, dtype=dtype, **kwargs))
+        return net.eval().to(device)
+
     limit = getattr(config, "max_position_embeddings", None) or 512
     if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
         limit -= 2  # RoBERTa-style position ids start at padding_idx + 1
@@ -273,9 +299,19 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
     else:
         sha = getattr(config, "_commit_hash", None)
         name = f"{path}@{sha[:7] if sha else 'unknown'}"
+    folder = path if local else _snapshot_folder(path)
     num_layers = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layers", 0))
     prefix, suffix = _special_layout(tokenizer)
-    return _Backbone(net, tokenizer, name, device, dtype, window, num_layers, prefix, suffix)
+    return _Backbone(config, tokenizer, name, folder, device, dtype, window, num_layers, prefix, suffix,
+                     load_weights)
+
+
+def _snapshot_folder(repo_id: str) -> str:
+    """The local folder of a hub model's cached files (where its config.json is)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo_id, "config.json")
+    return str(Path(found).parent) if isinstance(found, str) else ""
 
 
 def _special_layout(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -348,7 +384,7 @@ class Encoder:
     def vector_size(self) -> int:
         """Size of the token vectors :meth:`embed` returns: the model's hidden size, three times it for a
         power-means layer mix (known without running the model, e.g. for a rank with no segment)."""
-        hidden = int(getattr(self.backbone.model.config, "hidden_size", 0))
+        hidden = int(getattr(self.backbone.config, "hidden_size", 0))
         return hidden if isinstance(self._layer, int) else 3 * hidden
 
     @property
@@ -380,20 +416,43 @@ class Encoder:
     def embed(self, texts: Sequence[str], *, batch_size: int = 64, verbose: bool = False) -> TokenEmbeddings:
         """Embed `texts` (deduplicated, sorted by length, batched); results in input order.
 
-        Inside :func:`shared_embeddings` texts this encoder has already embedded are not run again.
+        Inside :func:`shared_embeddings` texts this encoder has already embedded are not run again; inside
+        :func:`using_cache` texts found in the embedding cache are read from it (the model is not even
+        loaded when every text is there) and the others are stored in it.
         """
-        memos = _MEMOS.get()
-        if memos is None:
+        memos, cache = _MEMOS.get(), current_cache()
+        if memos is None and cache is None:
             return self._embed(texts, batch_size=batch_size, verbose=verbose)
-        memo = memos.setdefault(id(self), (self, {}))[1]
+        memo: dict[str, Row] = {} if memos is None else memos.setdefault(id(self), (self, {}))[1]
         missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        if missing and cache is not None:
+            namespace = self.cache_namespace
+            memo.update(cache.get(namespace, missing))
+            missing = [t for t in missing if t not in memo]
         if missing:
             new = self._embed(missing, batch_size=batch_size, verbose=verbose)
-            for k, text in enumerate(missing):
-                memo[text] = (new.tokens[k], new.ids[k], new.special[k], new.vectors[k])
-        rows = [memo[t] for t in texts]
-        return TokenEmbeddings(tokens=[r[0] for r in rows], ids=[r[1] for r in rows], special=[r[2] for r in rows],
-                               vectors=[r[3] for r in rows])
+            rows = {text: (new.tokens[k], new.ids[k], new.special[k], new.vectors[k]) for k, text in
+                    enumerate(missing)}
+            memo.update(rows)
+            if cache is not None:
+                cache.put(namespace, rows)
+        found = [memo[t] for t in texts]
+        return TokenEmbeddings(tokens=[r[0] for r in found], ids=[r[1] for r in found],
+                               special=[r[2] for r in found], vectors=[r[3] for r in found])
+
+    @property
+    def cache_namespace(self) -> str:
+        """What an embedding cache keys this encoder's vectors by, besides the text: a SHA-256 of the model
+        files' content fingerprint and name (with revision), the layers and their aggregation, dtype, device
+        type, window and long-text handling, and the torch and transformers versions."""
+        import transformers
+
+        bb = self.backbone
+        facts = {"format": 1, "model": bb.name, "files": model_fingerprint(bb.path), "layers": list(self.layers),
+                 "aggregation": "single" if isinstance(self._layer, int) else "pmeans[min,mean,max]",
+                 "dtype": str(self.dtype), "device": self.device.type, "window": bb.window,
+                 "long_texts": self.long_texts, "torch": torch.__version__, "transformers": transformers.__version__}
+        return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
 
     def _embed(self, texts: Sequence[str], *, batch_size: int, verbose: bool) -> TokenEmbeddings:
         if batch_size < 1:
@@ -476,8 +535,9 @@ class Encoder:
         order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]), reverse=True)
         layers = self.layers
         out: list[Tensor | None] = [None] * len(seqs)
-        budget = CPU_BATCH_TOKENS if bb.device.type == "cpu" else None
-        plan = token_batches([len(seqs[i]) for i in order], batch_size, budget)
+        cpu = bb.device.type == "cpu"
+        plan = token_batches([len(seqs[i]) for i in order], batch_size, CPU_BATCH_TOKENS if cpu else None,
+                             same_length=cpu)
         batches = range(len(plan))
         if verbose and not progress.active():  # inside a metric call its one bar shows the batches
             from tqdm.auto import tqdm
@@ -487,9 +547,10 @@ class Encoder:
             progress.encoding(step + 1, len(plan))
             idx = [order[k] for k in plan[step]]
             width = max(len(seqs[i]) for i in idx)
-            input_ids = torch.full((len(idx), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for row, i in enumerate(idx):
+            rows = idx * 2 if cpu and len(idx) == 1 else idx  # see token_batches: never a one-row batch on CPU
+            input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for row, i in enumerate(rows):
                 input_ids[row, : len(seqs[i])] = torch.tensor(seqs[i], dtype=torch.long)
                 mask[row, : len(seqs[i])] = 1
             # Only the last layer: no hidden_states tuple, so the earlier layers' outputs are freed as the
@@ -511,28 +572,62 @@ class Encoder:
 
 
 CPU_BATCH_TOKENS = 1024
-"""On CPU a forward batch holds at most ``batch_size`` texts *and* at most this many padded tokens, so
-the activations' peak memory does not grow with the longest texts (on 200 WMT pairs, batches of 64 texts
-up to 120 tokens peaked 60-110 MB higher than batches of <= 1,024 tokens, at the same speed). On a GPU only
+"""On CPU a forward batch holds at most ``batch_size`` texts *and* at most this many tokens, so the
+activations' peak memory does not grow with the longest texts (on 200 WMT pairs, batches of 64 texts up to
+120 tokens peaked 60-110 MB higher than batches of <= 1,024 tokens, at the same speed). On a GPU only
 ``batch_size`` bounds a batch."""
 
 
-def token_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None) -> list[range]:
+def token_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None, *,
+                  same_length: bool = False) -> list[range]:
     """Consecutive batches over `lengths` (sorted longest first): at most `batch_size` rows and, unless
-    `max_tokens` is None, at most `max_tokens` padded tokens (rows x the first row's length), at least one row."""
+    `max_tokens` is None, at most `max_tokens` padded tokens (rows x the first row's length), at least one row.
+
+    ``same_length=True`` (on CPU) never puts sequences of different lengths in one batch, and the encoder
+    runs a lone sequence as two identical rows. A text's vectors then depend on the text alone, not on
+    which texts share its batch: on CPU the kernels give each row the same bits for any number of rows
+    >= 2 of one width (checked on 83 lengths x 2-64 rows), while padding and a single row change the last
+    bits (~1e-6). This makes scores of differently batched, sharded, streamed or cached runs identical.
+    """
+    ends: list[int] = []  # the end of the run of equal lengths each position belongs to
+    for k in range(len(lengths) - 1, -1, -1):
+        ends.append(k + 1 if k + 1 == len(lengths) or lengths[k + 1] != lengths[k] else ends[-1])
+    ends.reverse()
     batches: list[range] = []
     start = 0
     while start < len(lengths):
         cap = batch_size if max_tokens is None else max_tokens // max(1, lengths[start])
         rows = max(1, min(batch_size, cap))
-        stop = min(len(lengths), start + rows)
+        stop = min(len(lengths), start + rows, ends[start] if same_length else len(lengths))
         batches.append(range(start, stop))
         start = stop
     return batches
 
 
-_MEMOS: contextvars.ContextVar[dict[int, tuple[Encoder, dict]] | None] = contextvars.ContextVar("movers_memos",
-                                                                                                default=None)
+def model_fingerprint(folder: str) -> str:
+    """SHA-256 over the files of a model folder (relative path, size, content), computed once per process
+    and folder state; "" when there is no folder (the name with its revision then identifies the model)."""
+    root = Path(folder) if folder else None
+    if root is None or not root.is_dir():
+        return ""
+    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                   and not p.name.startswith("."))
+    state = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+
+    def digest() -> str:
+        h = hashlib.sha256()
+        for p, (rel, size, _) in zip(files, state, strict=True):
+            h.update(f"{rel}\0{size}\0".encode())
+            with p.open("rb") as handle:
+                for block in iter(lambda: handle.read(2**20), b""):
+                    h.update(block)
+        return h.hexdigest()
+
+    return _cache.cached(("fingerprint", str(root.resolve()), state), digest)
+
+
+_Memos = dict[int, tuple["Encoder", dict[str, Row]]]
+_MEMOS: contextvars.ContextVar[_Memos | None] = contextvars.ContextVar("movers_memos", default=None)
 """The embedding memo of the innermost :func:`shared_embeddings` block (per thread / task; None outside)."""
 
 

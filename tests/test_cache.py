@@ -1,0 +1,199 @@
+"""The embedding cache (issue 20): identical scores with and without it, hits that skip the model, corrupted
+entries recomputed, two writers at once, the size bound, the evaluate module's in-memory cache, the command.
+
+Expected values are the same call without any cache (the code path the cache must not change), bit for bit:
+on CPU a text's vectors do not depend on its batch (``token_batches(same_length=True)``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import movers
+from movers.text.embedding import Encoder, token_batches
+from movers.text.embedding_cache import EmbeddingCache, using_cache
+
+from .conftest import REPO
+
+PREDS = ["The cat sat on the mat.", "A quick brown fox jumps over the lazy dog.", "He went to the store."]
+REFS = ["A cat was sitting on the mat.", "The fast brown fox leaped over a lazy dog.", "She stayed at home."]
+OTHER = ["A cat sat on a mat.", "The brown fox jumps.", "He stayed at the store to read."]
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(p for p in (folder / "v1").rglob("*") if p.is_file() and not p.name.startswith(".tmp-"))
+
+
+def test_a_text_embeds_to_the_same_bits_in_any_batch():
+    enc = Encoder()
+    texts = PREDS + REFS + OTHER + ["word " * 40, "Hi."]
+    together = enc.embed(texts, batch_size=64).vectors
+    for k, text in enumerate(texts):
+        assert torch.equal(enc.embed([text], batch_size=1).vectors[0], together[k]), text
+    reverse = enc.embed(texts[::-1], batch_size=3).vectors
+    assert all(torch.equal(a, b) for a, b in zip(reverse, together[::-1], strict=True))
+    # hand-computed plan: lengths sorted longest first, never two lengths in one batch
+    assert [list(b) for b in token_batches([9, 9, 9, 7, 5, 5], 2, None, same_length=True)] == \
+        [[0, 1], [2], [3], [4, 5]]
+    assert [list(b) for b in token_batches([300, 300, 300, 10], 64, 1024, same_length=True)] == \
+        [[0, 1, 2], [3]]
+
+
+@pytest.mark.parametrize("slug", ["moverscore", "twmd", "lazy_emd"])
+def test_scores_with_and_without_the_cache_are_identical(slug, tmp_path):
+    fn = getattr(movers, slug)
+    plain_a, plain_b = fn(PREDS, REFS), fn(OTHER, REFS)
+    cold = fn(PREDS, REFS, cache=tmp_path)
+    new_system = fn(OTHER, REFS, cache=tmp_path)            # references from the cache, predictions new
+    warm = fn(PREDS, REFS, cache=str(tmp_path))
+    memory = EmbeddingCache()
+    in_memory = [fn(PREDS, REFS, cache=memory), fn(OTHER, REFS, cache=memory)]
+    assert cold.scores == warm.scores == plain_a.scores == in_memory[0].scores
+    assert new_system.scores == plain_b.scores == in_memory[1].scores
+    assert cold.signature == plain_a.signature  # the cache is runtime only
+    assert len(_entries(tmp_path)) == 9
+
+
+def test_a_hit_returns_the_same_vectors_and_loads_no_model(tmp_path):
+    texts = PREDS + REFS
+    want = Encoder().embed(texts).vectors
+    script = f"""
+import json, sys, torch, transformers
+import movers
+from movers.text.embedding import Encoder
+from movers.text.embedding_cache import using_cache
+loads = []
+original = transformers.AutoModel.from_pretrained
+transformers.AutoModel.from_pretrained = lambda *a, **k: (loads.append(a), original(*a, **k))[1]
+cache = movers.EmbeddingCache({str(tmp_path)!r})
+with using_cache(cache):
+    vectors = Encoder().embed({texts!r}).vectors
+    score = movers.moverscore({PREDS!r}, {REFS!r}).score
+torch.save(vectors, {str(tmp_path / 'v.pt')!r})
+print(json.dumps({{"loads": len(loads), "score": score, "hits": cache.info().hits}}))
+"""
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    first = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                                      check=True, cwd=REPO).stdout)
+    second = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                                       check=True, cwd=REPO).stdout)
+    assert first["loads"] == 1 and first["hits"] == len(texts)  # the metric reads what embed() stored
+    assert second["loads"] == 0 and second["hits"] == len(texts) * 2  # embed(), then the metric's own call
+    assert second["score"] == first["score"] == movers.moverscore(PREDS, REFS).score
+    got = torch.load(tmp_path / "v.pt")
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+def test_corrupted_and_truncated_entries_are_recomputed(tmp_path):
+    want = movers.moverscore(PREDS, REFS).scores
+    movers.moverscore(PREDS, REFS, cache=tmp_path)
+    files = _entries(tmp_path)
+    flipped, truncated, foreign = files[0], files[1], files[2]
+    data = bytearray(flipped.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    flipped.write_bytes(bytes(data))
+    truncated.write_bytes(truncated.read_bytes()[:100])
+    foreign.write_bytes(files[3].read_bytes())  # a whole entry of another text under this text's key
+    cache = EmbeddingCache(tmp_path)
+    assert movers.moverscore(PREDS, REFS, cache=cache).scores == want
+    assert cache.info().recomputed == 3 and cache.info().hits == 3
+    again = EmbeddingCache(tmp_path)
+    assert movers.moverscore(PREDS, REFS, cache=again).scores == want
+    assert again.info().hits == 6 and again.info().recomputed == 0  # rewritten whole
+
+
+def test_two_processes_writing_one_cache_at_once(tmp_path):
+    script = f"""
+import json, movers
+print(json.dumps(movers.twmd({(PREDS + OTHER)!r}, {(REFS + REFS)!r}, cache={str(tmp_path)!r}).scores))
+"""
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
+             for _ in range(2)]
+    outs = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    want = movers.twmd(PREDS + OTHER, REFS + REFS).scores
+    assert outs[0] == outs[1] == want
+    cache = EmbeddingCache(tmp_path)
+    assert movers.twmd(PREDS + OTHER, REFS + REFS, cache=cache).scores == want
+    assert cache.info().hits == 9 and cache.info().recomputed == 0
+    assert not [p for p in (tmp_path / "v1").rglob(".tmp-*")]
+
+
+def test_the_cache_obeys_its_size_bound(tmp_path):
+    enc = Encoder()
+    one = EmbeddingCache(tmp_path)
+    with using_cache(one):
+        enc.embed(PREDS[:1])
+    entry = _entries(tmp_path)[0].stat().st_size
+    one.clear()
+    bounded = EmbeddingCache(tmp_path, max_bytes=int(entry * 4.5))
+    texts = [f"Sentence number {k} is here." for k in range(12)]
+    for text in texts:
+        with using_cache(bounded):
+            enc.embed([text])
+    info = bounded.info()
+    assert info.bytes <= bounded.max_bytes and 3 <= info.entries < len(texts)
+    with using_cache(bounded):
+        enc.embed(texts[-1:])
+    assert bounded.info().hits == 1  # the most recent entries stay
+    memory = EmbeddingCache(max_bytes=3 * 384 * 4 * 10)
+    with using_cache(memory):
+        enc.embed(texts)
+    assert memory.info().bytes <= memory.max_bytes and 0 < memory.info().entries < len(texts)
+
+
+def test_an_evaluate_module_embeds_repeated_references_once(monkeypatch):
+    module = movers.load("moverscore")
+    embedded: list[str] = []
+    original = Encoder._embed
+
+    def counting(self, texts, **kwargs):
+        embedded.extend(texts)
+        return original(self, texts, **kwargs)
+
+    monkeypatch.setattr(Encoder, "_embed", counting)
+    first = module.compute(predictions=PREDS, references=REFS)
+    n_first = len(embedded)
+    second = module.compute(predictions=OTHER, references=REFS)
+    assert n_first == 6 and len(embedded) - n_first == 3  # only the new predictions
+    assert first["scores"] == movers.moverscore(PREDS, REFS).scores
+    assert second["scores"] == movers.moverscore(OTHER, REFS).scores
+    before = len(embedded)
+    module.compute(predictions=PREDS, references=REFS, cache=False)
+    assert len(embedded) - before == 6  # off when asked
+
+
+def test_an_unwritable_folder_is_read_only_with_one_warning(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ValueError, match="exists and is not a folder"):
+        EmbeddingCache(blocker)
+    with pytest.raises(TypeError, match="`cache` must be None"):
+        movers.moverscore(PREDS, REFS, cache=3)
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "v1").write_text("a file where the cache's folder of entries goes")  # unwritable, even for root
+    with pytest.warns(RuntimeWarning, match="cannot be written"):
+        got = movers.moverscore(PREDS, REFS, cache=EmbeddingCache(folder)).scores
+    assert got == movers.moverscore(PREDS, REFS).scores
+
+
+def test_cache_command_info_and_clear(tmp_path):
+    movers.moverscore(PREDS, REFS, cache=tmp_path)
+    exe = str(Path(sys.executable).parent / "movers")
+    info = subprocess.run([exe, "cache", "info", "--cache", str(tmp_path)], capture_output=True, text=True)
+    assert info.returncode == 0 and f"{tmp_path}: 6 entries" in info.stdout
+    env = dict(os.environ, MOVERS_CACHE=str(tmp_path))
+    clear = subprocess.run([exe, "cache", "clear"], capture_output=True, text=True, env=env)
+    assert clear.returncode == 0 and clear.stdout.strip() == f"removed 6 entries from {tmp_path}"
+    assert not _entries(tmp_path)
+    missing = subprocess.run([exe, "cache", "info"], capture_output=True, text=True,
+                             env={k: v for k, v in os.environ.items() if k != "MOVERS_CACHE"})
+    assert missing.returncode == 2 and missing.stderr.startswith("movers cache: error: no cache folder")
