@@ -2,13 +2,20 @@
 
     movers bench correlation --data wmt15_16_da_seg_toen --group-by lp \\
         --metric moverscore --metric 'moverscore={"preset": "1.0.3"}' --metric sentbleu
+    movers bench correlation --data webnlg2020_human --metric twmd --metric bertscore \\
+        --compare-to bertscore --level system
 
 Each ``--metric`` is a movers module slug or a baseline (``sentbleu``: sacreBLEU sentence BLEU;
 ``bertscore``: bert-score F1 on the same encoder and layer; ``rougeL``: rouge-score F), optionally
-followed by ``=<JSON kwargs>``. Pearson, Spearman and Kendall are computed per segment (per group
-with ``--group-by``, then averaged, as WMT reports per language pair); 95% percentile bootstrap CIs
-resample segments (within groups). Output: a Markdown table on stdout, a PNG and a JSON of all
-scores under ``--out``.
+followed by ``=<JSON kwargs>``. Every output is scored: an empty one gets the metric's worst value
+(a movers module's ``empty_predictions="worst"``; 0 for the baselines, :data:`BASELINE_WORST`), and
+the count is printed. Pearson, Spearman and Kendall are computed at ``--level`` (segment, system or
+summary; :mod:`movers.bench.levels`), per group with ``--group-by`` and then averaged, as WMT reports
+per language pair; 95% percentile bootstrap CIs resample segments (segment level) or inputs (system and
+summary levels), within groups. Records without a human score for a criterion are skipped for it and
+counted. ``--compare-to METRIC`` adds each metric's difference to METRIC with a paired interval (the
+same resamples) and the Williams test for Pearson (:mod:`movers.bench.significance`). Output: a
+Markdown table on stdout, a PNG per criterion and a JSON of all figures and scores under ``--out``.
 
 Text is preprocessed as the papers did when the set's README names a step (``--preprocess paper``,
 the default; see :mod:`movers.bench.data`): WMT17 is Moses-detokenized as MoverScore's ``run_MT.py``.
