@@ -217,3 +217,221 @@ def test_suite_cli_tables_and_cache(tmp_path, capsys):
     saved = json.loads((tmp_path / "suite_dev.json").read_text())
     assert saved["sets"]["bagel"]["n"] == 404 and len(list((tmp_path / "scores").glob("bagel_*.json"))) == 2
     assert main(args) == 0 and capsys.readouterr().out.count("(cached)") == 2
+
+
+# ---------------------------------------------------------------- issue 22: missing scores, empty outputs, levels,
+# paired comparisons (every expected value below is worked out by hand, by scipy, or from the published formula)
+
+def _toy(tmp_path, human, *, system=True, name="toy"):
+    """A data set of 4 systems x len(human[0]) inputs under tmp_path/<name>: human[s][j] (None = not rated)."""
+    folder = tmp_path / name
+    folder.mkdir()
+    lines = []
+    for s, row in enumerate(human):
+        for j, value in enumerate(row):
+            record = {"id": f"{s}.{j}", "doc_id": j, "hypothesis": f"output {s} of input {j}",
+                      "references": [f"output of input {j}"], "human": {"quality": value}}
+            if system:
+                record["system"] = "ABCD"[s]
+            lines.append(json.dumps(record))
+    (folder / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def test_records_without_a_human_score_are_skipped_per_criterion(tmp_path):
+    from movers.bench.levels import level_correlations
+
+    data = load_dataset("toy", root=_toy(tmp_path, [[1, None], [2, 4], [5, 3], [6, 4]]))
+    human = data.human("quality")
+    assert np.isnan(human[1]) and human[0] == 1.0  # None becomes NaN, not a TypeError
+    metric = [1.0, 99.0, 4, 4, 5, 7, 3, 7]  # 99 sits on the unrated record: it must not count
+    got = level_correlations(metric, human, n_boot=20)
+    keep = [0, 2, 3, 4, 5, 6, 7]
+    assert got.skipped == 1 and got.units == {"all": 7}
+    assert got.point["pearson"] == pytest.approx(stats.pearsonr([metric[i] for i in keep],
+                                                                [human[i] for i in keep])[0], abs=1e-12)
+
+
+def test_correlation_cli_counts_skipped_records(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MOVERS_DATA", str(_toy(tmp_path, [[1, None, 3], [2, 4, 1], [5, 3, 2], [6, 4, 5]])))
+    assert main(["bench", "correlation", "--data", "toy", "--metric", "sentbleu", "--bootstrap", "20",
+                 "--out", str(tmp_path / "out")]) == 0
+    assert "1 record without a quality score skipped" in capsys.readouterr().out
+    saved = json.loads((tmp_path / "out" / "correlation_toy.json").read_text())
+    assert saved["counts"]["quality"]["skipped"] == 1 and saved["counts"]["quality"]["units"] == {"all": 11}
+
+
+def test_baselines_give_empty_outputs_the_worst_value():
+    from movers.bench.correlation import score_metric
+
+    refs = [["the cat sat on the mat"]] * 3
+    assert score_metric("sentbleu", ["", "the cat sat on the mat", "  "], refs, {}) == [0.0, pytest.approx(100.0),
+                                                                                         0.0]
+    assert score_metric("rougeL", ["", "the cat sat on the mat"], refs[:2], {}) == [0.0, pytest.approx(1.0)]
+    pytest.importorskip("bert_score")
+    # bert-score 0.3.13 crashes on "" under transformers 5; the empty output gets F1 = 0 and the other is scored alone
+    got = score_metric("bertscore", ["", "a dog sat on the mat", " "], refs, {})
+    alone = score_metric("bertscore", ["a dog sat on the mat"], refs[:1], {})
+    assert got[0] == 0.0 and got[2] == 0.0 and got[1] == pytest.approx(alone[0], abs=1e-6) and 0.5 < got[1] < 1
+
+
+def test_williams_test_against_the_formula_and_a_published_value():
+    from movers.bench.significance import williams_test
+
+    # By hand (Graham & Baldwin 2014): r12 = .5, r13 = .3, r23 = .4, n = 20
+    # K = 1 - .25 - .09 - .16 + 2(.5)(.3)(.4) = 0.62
+    # t = 0.2 sqrt(19 * 1.4) / sqrt(2(0.62)(19/17) + (0.8^2 / 4)(0.6^3)) = 1.031504 / sqrt(1.385882 + 0.03456)
+    t, p = williams_test(0.5, 0.3, 0.4, 20)
+    assert t == pytest.approx(1.031504 / np.sqrt(1.420442), abs=1e-5)
+    assert p == pytest.approx(stats.t.sf(0.865484, 17), abs=1e-5)
+    # inmoonlight/nlp-williams README (a Python port of Graham's R script): r12 .65, r13 .55, r23 .3, n 50
+    assert williams_test(0.65, 0.55, 0.3, 50)[1] == pytest.approx(0.20928617286753592, abs=1e-12)
+    # The other direction: a worse metric gets p > 0.5, and the two one-sided p-values add up to 1.
+    assert williams_test(0.55, 0.65, 0.3, 50)[1] == pytest.approx(1 - 0.20928617286753592, abs=1e-12)
+
+
+def test_williams_by_group_uses_the_three_pearson_correlations():
+    from movers.bench.levels import level_correlations
+    from movers.bench.significance import williams_by_group, williams_test
+
+    rng = np.random.default_rng(3)
+    h = rng.normal(size=40)
+    a, b = h + rng.normal(size=40), h + 2 * rng.normal(size=40)
+    got = williams_by_group(level_correlations(a, h, n_boot=10), level_correlations(b, h, n_boot=10))["all"]
+    r12, r13, r23 = stats.pearsonr(a, h)[0], stats.pearsonr(b, h)[0], stats.pearsonr(a, b)[0]
+    assert (got["r12"], got["r13"], got["r23"]) == pytest.approx((r12, r13, r23), abs=1e-12)
+    assert (got["t"], got["p"]) == pytest.approx(williams_test(r12, r13, r23, 40), abs=1e-12) and got["df"] == 37
+
+
+def test_paired_difference_by_hand():
+    from movers.bench.levels import level_correlations
+    from movers.bench.significance import paired_difference
+
+    human = [1, 2, 3, 4]
+    a, b = level_correlations([1, 2, 3, 4], human, n_boot=50), level_correlations([1, 3, 2, 4], human, n_boot=50)
+    # b against human: centred (-1.5, .5, -.5, 1.5) . (-1.5, -.5, .5, 1.5) = 4 over 5 -> r = .8; rho = .8;
+    # tau = (5 concordant - 1 discordant) / 6. a is perfect.
+    got = paired_difference(a, b)
+    assert got["pearson"][0] == pytest.approx(0.2, abs=1e-12)
+    assert got["spearman"][0] == pytest.approx(0.2, abs=1e-12)
+    assert got["kendall"][0] == pytest.approx(1 - 4 / 6, abs=1e-12)
+
+
+def test_paired_difference_uses_the_same_resamples():
+    from movers.bench.levels import level_correlations
+    from movers.bench.significance import paired_difference
+
+    rng = np.random.default_rng(4)
+    h = rng.normal(size=60)
+    m = h + rng.normal(size=60)
+    # An affine copy has the same Pearson r in every resample: with the same resamples the difference is 0 in
+    # each, so its interval is [0, 0]; independent resamples would give an interval of width ~0.1.
+    got = paired_difference(level_correlations(3 * m + 1, h, n_boot=300), level_correlations(m, h, n_boot=300))
+    assert got["pearson"] == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
+    assert got["spearman"] == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
+    # A clearly better metric: the paired interval excludes 0 and contains the point difference.
+    better = paired_difference(level_correlations(h + 0.1 * rng.normal(size=60), h, n_boot=300),
+                               level_correlations(m, h, n_boot=300))
+    for value, low, high in better.values():
+        assert 0 < low <= value <= high
+
+
+# 4 systems (rows) x 2 inputs (columns). System means by hand: metric (2, 4, 6, 5), human (1, 3, 4, 5).
+SYSTEM_METRIC = [[1, 3], [4, 4], [5, 7], [3, 7]]
+SYSTEM_HUMAN = [[1, 1], [2, 4], [5, 3], [6, 4]]
+
+
+def _flat(rows):
+    return [float(x) for row in rows for x in row]
+
+
+def test_system_level_by_hand():
+    from movers.bench.levels import Layout, level_correlations
+
+    layout = Layout("system", systems=[s for s in "ABCD" for _ in range(2)], inputs=["d1", "d2"] * 4)
+    got = level_correlations(_flat(SYSTEM_METRIC), _flat(SYSTEM_HUMAN), layout, n_boot=200)
+    # centred means (-2.25, -.25, 1.75, .75) and (-2.25, -.25, .75, 1.75): r = 7.75 / 8.75 = 31/35;
+    # ranks (1, 2, 4, 3) vs (1, 2, 3, 4): rho = 1 - 6 * 2 / (4 * 15) = .8; one discordant pair of 6: tau = 4/6
+    assert got.point["pearson"] == pytest.approx(31 / 35, abs=1e-12)
+    assert got.point["spearman"] == pytest.approx(0.8, abs=1e-12)
+    assert got.point["kendall"] == pytest.approx(4 / 6, abs=1e-12)
+    assert got.units == {"all": 4} and got.resampled == {"all": 2}
+    # Inputs are resampled: a resample is {d1, d1}, {d1, d2} or {d2, d2}, so the bootstrap takes only the values
+    # of the system means over d1 alone, over both, and over d2 alone.
+    only = [stats.pearsonr([row[j] for row in SYSTEM_METRIC], [row[j] for row in SYSTEM_HUMAN])[0] for j in (0, 1)]
+    values = set(np.round(got.boot["pearson"], 12))
+    assert values == {round(only[0], 12), round(31 / 35, 12), round(only[1], 12)}
+
+
+def test_system_level_skips_unrated_records_from_both_means():
+    from movers.bench.levels import Layout, level_correlations
+
+    layout = Layout("system", systems=[s for s in "ABCD" for _ in range(2)], inputs=["d1", "d2"] * 4)
+    human = _flat(SYSTEM_HUMAN)
+    human[7] = float("nan")  # D's score on d2: D's means become metric 3, human 6
+    got = level_correlations(_flat(SYSTEM_METRIC), human, layout, n_boot=10)
+    assert got.skipped == 1
+    assert got.point["pearson"] == pytest.approx(stats.pearsonr([2, 4, 6, 3], [1, 3, 4, 6])[0], abs=1e-12)
+
+
+def test_summary_level_by_hand():
+    from movers.bench.levels import Layout, level_correlations
+
+    # 4 inputs x 4 systems; per input: r = 1, -1, .8 (as in the paired test), and a constant human row: undefined.
+    metric = [1, 2, 3, 4] * 4
+    human = [1, 2, 3, 4, 4, 3, 2, 1, 1, 3, 2, 4, 2, 2, 2, 2]
+    layout = Layout("summary", inputs=[j for j in "wxyz" for _ in range(4)])
+    got = level_correlations(metric, human, layout, n_boot=300)
+    assert got.point["pearson"] == pytest.approx((1 - 1 + 0.8) / 3, abs=1e-12)
+    assert got.point["spearman"] == pytest.approx((1 - 1 + 0.8) / 3, abs=1e-12)
+    assert got.point["kendall"] == pytest.approx((1 - 1 + 4 / 6) / 3, abs=1e-12)
+    assert got.undefined == 1 and got.units == {"all": 3} and got.resampled == {"all": 4}
+    # A resample draws 4 inputs; its value is the mean of the defined ones drawn (c1, c2, c3 times).
+    attainable = {round((c1 - c2 + 0.8 * c3) / (c1 + c2 + c3), 12)
+                  for c1 in range(5) for c2 in range(5) for c3 in range(5) if 0 < c1 + c2 + c3 <= 4}
+    drawn = got.boot["pearson"][~np.isnan(got.boot["pearson"])]
+    assert set(np.round(drawn, 12)) <= attainable and len(set(np.round(drawn, 12))) > 5
+
+
+def test_levels_need_systems_and_inputs(tmp_path):
+    from movers.bench.correlation import record_layout
+
+    data = load_dataset("toy", root=_toy(tmp_path, [[1, 2]] * 4, system=False))
+    with pytest.raises(ValueError, match=r"`--level system` needs a `system` field .* data set 'toy'"):
+        record_layout(data.records, "system", data="toy", input_field="doc_id")
+    with pytest.raises(ValueError, match=r"`--level summary` resamples inputs .* data set 'toy' names no input field"):
+        record_layout(data.records, "summary", data="toy")
+    layout = record_layout(data.records, "summary", data="toy", input_field="doc_id")
+    assert list(layout.inputs) == ["0", "1"] * 4
+
+
+def test_correlation_cli_system_level_with_paired_comparison(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MOVERS_DATA", str(_toy(tmp_path, [[1, 2, 3], [2, 4, 1], [5, 3, 2], [6, 4, 5]])))
+    out = tmp_path / "out"
+    assert main(["bench", "correlation", "--data", "toy", "--metric", "rougeL", "--compare-to", "sentbleu",
+                 "--level", "system", "--input-field", "doc_id", "--bootstrap", "50", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "system level: 4 systems; means over 3 inputs" in text
+    assert "Difference to `sentbleu`" in text and "| rougeL | " in text and "Williams t (df)" in text
+    saved = json.loads((out / "correlation_toy_system.json").read_text())
+    assert saved["level"] == "system" and saved["compare_to"] == "sentbleu" and saved["input_field"] == "doc_id"
+    paired = saved["paired"]["quality"]["rougeL"]
+    assert set(paired) == {"pearson", "spearman", "kendall", "williams"} and paired["williams"]["all"]["df"] == 1
+    assert (out / "correlation_toy_system_quality.png").stat().st_size > 1000
+    with pytest.raises(SystemExit):
+        main(["bench", "correlation", "--data", "toy", "--metric", "sentbleu", "--level", "summary",
+              "--out", str(out)])
+    assert "data set 'toy' names no input field" in capsys.readouterr().err
+
+
+def test_suite_skips_records_without_a_human_score():
+    from movers.bench.suite import paired_bootstrap
+
+    rng = np.random.default_rng(5)
+    h = rng.normal(size=50)
+    m = h + rng.normal(size=50)
+    gap = h.copy()
+    gap[7] = np.nan
+    value, dist = paired_bootstrap(m, [gap], None, "pearson", n_boot=100)
+    keep = np.arange(50) != 7
+    assert value == pytest.approx(stats.pearsonr(m[keep], h[keep])[0], abs=1e-12) and not np.isnan(dist).any()

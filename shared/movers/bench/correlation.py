@@ -2,13 +2,20 @@
 
     movers bench correlation --data wmt15_16_da_seg_toen --group-by lp \\
         --metric moverscore --metric 'moverscore={"preset": "1.0.3"}' --metric sentbleu
+    movers bench correlation --data webnlg2020_human --metric twmd --metric bertscore \\
+        --compare-to bertscore --level system
 
 Each ``--metric`` is a movers module slug or a baseline (``sentbleu``: sacreBLEU sentence BLEU;
 ``bertscore``: bert-score F1 on the same encoder and layer; ``rougeL``: rouge-score F), optionally
-followed by ``=<JSON kwargs>``. Pearson, Spearman and Kendall are computed per segment (per group
-with ``--group-by``, then averaged, as WMT reports per language pair); 95% percentile bootstrap CIs
-resample segments (within groups). Output: a Markdown table on stdout, a PNG and a JSON of all
-scores under ``--out``.
+followed by ``=<JSON kwargs>``. Every output is scored: an empty one gets the metric's worst value
+(a movers module's ``empty_predictions="worst"``; 0 for the baselines, :data:`BASELINE_WORST`), and
+the count is printed. Pearson, Spearman and Kendall are computed at ``--level`` (segment, system or
+summary; :mod:`movers.bench.levels`), per group with ``--group-by`` and then averaged, as WMT reports
+per language pair; 95% percentile bootstrap CIs resample segments (segment level) or inputs (system and
+summary levels), within groups. Records without a human score for a criterion are skipped for it and
+counted. ``--compare-to METRIC`` adds each metric's difference to METRIC with a paired interval (the
+same resamples) and the Williams test for Pearson (:mod:`movers.bench.significance`). Output: a
+Markdown table on stdout, a PNG per criterion and a JSON of all figures and scores under ``--out``.
 
 Text is preprocessed as the papers did when the set's README names a step (``--preprocess paper``,
 the default; see :mod:`movers.bench.data`): WMT17 is Moses-detokenized as MoverScore's ``run_MT.py``.
@@ -26,11 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from .data import DEVELOPMENT, VALIDATION, Dataset, load_dataset
+from ..pipeline.call import is_empty
+from .data import DEVELOPMENT, INPUT_FIELDS, VALIDATION, Dataset, load_dataset
+from .levels import LEVELS, STATISTICS, Layout, LevelResult, level_correlations
+from .significance import paired_difference, williams_by_group
 
-__all__ = ["main", "correlations", "score_metric", "group_labels", "BASELINES"]
+__all__ = ["main", "correlations", "score_metric", "group_labels", "record_layout", "BASELINES", "BASELINE_WORST"]
 
 logger = logging.getLogger("movers")
 
@@ -65,11 +74,21 @@ def _rouge_l(preds: list[str], refs: list[list[str]]) -> list[float]:
 BASELINES: dict[str, Callable[..., list[float]]] = {"sentbleu": _sentbleu, "bertscore": _bertscore,
                                                     "rougeL": _rouge_l}
 
+BASELINE_WORST: dict[str, float] = {"sentbleu": 0.0, "bertscore": 0.0, "rougeL": 0.0}
+"""The score an empty output gets from each baseline without being scored, as movers' metrics do with
+``empty_predictions="worst"``: sacreBLEU and rouge-score give an empty hypothesis 0; bert-score 0.3.13 sets an
+empty candidate's F1 to 0 itself, but first calls a tokenizer method that transformers 5 removed
+(``build_inputs_with_special_tokens``), so empty outputs never reach it."""
+
 
 def score_metric(name: str, preds: list[str], refs: list[list[str]], kwargs: dict) -> list[float]:
-    """Per-segment scores of a movers module (via movers.load) or a baseline."""
+    """Per-segment scores of a movers module (via movers.load) or a baseline; an empty or whitespace-only
+    output gets the worst value (:data:`BASELINE_WORST`; a movers module's own, ``empty_predictions="worst"``)."""
     if name in BASELINES:
-        return BASELINES[name](preds, refs, **kwargs)
+        empty = {i for i, p in enumerate(preds) if is_empty(p)}
+        keep = [i for i in range(len(preds)) if i not in empty]
+        part = iter(BASELINES[name]([preds[i] for i in keep], [refs[i] for i in keep], **kwargs) if keep else [])
+        return [BASELINE_WORST[name] if i in empty else next(part) for i in range(len(preds))]
     from ..integrations.hub import load
 
     module = load(name)
@@ -79,50 +98,13 @@ def score_metric(name: str, preds: list[str], refs: list[list[str]], kwargs: dic
 
 # ---------------------------------------------------------------- statistics
 
-def _rank(x: np.ndarray) -> np.ndarray:
-    return stats.rankdata(x, axis=-1)
-
-
-def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson r for each row pair of [B, n] arrays."""
-    xc = x - x.mean(-1, keepdims=True)
-    yc = y - y.mean(-1, keepdims=True)
-    den = np.sqrt((xc ** 2).sum(-1) * (yc ** 2).sum(-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (xc * yc).sum(-1) / den
-
-
 def correlations(metric: Sequence[float], human: Sequence[float], groups: Sequence[str] | None = None, *,
+                 level: str = "segment", systems: Sequence[str] | None = None, inputs: Sequence[str] | None = None,
                  n_boot: int = 1000, seed: int = 0) -> dict[str, tuple[float, float, float]]:
-    """{"pearson"|"spearman"|"kendall": (value, ci_low, ci_high)}; per-group values are averaged."""
-    m, h = np.asarray(metric, float), np.asarray(human, float)
-    g = np.asarray(groups if groups is not None else ["all"] * len(m))
-    rng = np.random.default_rng(seed)
-    names = sorted(set(g))
-    point: dict[str, list[Any]] = {"pearson": [], "spearman": [], "kendall": []}
-    boots: dict[str, list[Any]] = {"pearson": [], "spearman": [], "kendall": []}
-    for name in names:
-        idx = np.flatnonzero(g == name)
-        mi, hi = m[idx], h[idx]
-        point["pearson"].append(stats.pearsonr(mi, hi)[0])
-        point["spearman"].append(stats.spearmanr(mi, hi)[0])
-        point["kendall"].append(stats.kendalltau(mi, hi)[0])
-        sample = rng.integers(0, len(idx), size=(n_boot, len(idx)))
-        bm, bh = mi[sample], hi[sample]
-        boots["pearson"].append(_pearson_rows(bm, bh))
-        boots["spearman"].append(_pearson_rows(_rank(bm), _rank(bh)))
-        boots["kendall"].append(np.array([stats.kendalltau(a, b)[0] for a, b in zip(bm, bh, strict=False)]))
-    out = {}
-    for key in point:
-        dist = np.nanmean(np.stack(boots[key]), 0)
-        out[key] = (float(np.mean(point[key])), float(np.nanpercentile(dist, 2.5)),
-                    float(np.nanpercentile(dist, 97.5)))
-    return out
-
-
-def _per_group_pearson(metric: Sequence[float], human: Sequence[float], groups: Sequence[str]) -> dict[str, float]:
-    m, h, g = np.asarray(metric, float), np.asarray(human, float), np.asarray(groups)
-    return {name: float(stats.pearsonr(m[g == name], h[g == name])[0]) for name in sorted(set(groups))}
+    """{"pearson"|"spearman"|"kendall": (value, ci_low, ci_high)} at `level` (:mod:`movers.bench.levels`);
+    per-group values are averaged; NaN human scores are skipped."""
+    result = level_correlations(metric, human, Layout(level, groups, systems, inputs), n_boot=n_boot, seed=seed)
+    return {s: result.interval(s) for s in STATISTICS}
 
 
 def group_labels(records: Sequence[dict], group_by: str | None) -> list[str] | None:
@@ -137,6 +119,31 @@ def group_labels(records: Sequence[dict], group_by: str | None) -> list[str] | N
     return [".".join(str(r[f]) for f in fields) for r in records]
 
 
+def record_layout(records: Sequence[dict], level: str, *, data: str, group_by: str | None = None,
+                  input_field: str | None = None) -> Layout:
+    """Groups, systems and inputs of `records` for `level`; a clear error naming the level and the data set
+    when the records cannot give them (no ``system`` field; no input field known for the set)."""
+    groups = group_labels(records, group_by)
+    if level == "segment":
+        return Layout(level, groups)
+    fields = sorted(records[0])
+    if level == "system" and any("system" not in r for r in records):
+        raise ValueError(f"correlation: `--level system` needs a `system` field in every record; data set "
+                         f"{data!r} has none (fields: {fields}).")
+    spec = input_field or INPUT_FIELDS.get(data.split(":")[0])
+    if not spec:
+        raise ValueError(f"correlation: `--level {level}` resamples inputs (documents, source items), and data set "
+                         f"{data!r} names no input field: pass --input-field FIELD (fields: {fields}).")
+    names = [f.strip() for f in spec.split(",") if f.strip()]
+    missing = [f for f in names if any(f not in r for r in records)]
+    if missing:
+        raise ValueError(f"correlation: `--level {level}`: input field(s) {missing} are not in every record of "
+                         f"data set {data!r} (fields: {fields}).")
+    inputs = [".".join(str(r[f]) for f in names) for r in records]
+    systems = [str(r["system"]) for r in records] if level == "system" else None
+    return Layout(level, groups, systems, inputs)
+
+
 # ---------------------------------------------------------------- CLI
 
 def _parse_metric(spec: str) -> tuple[str, str, dict]:
@@ -149,28 +156,50 @@ def _parse_metric(spec: str) -> tuple[str, str, dict]:
     return label, name, kwargs
 
 
-def _plot(path: Path, dataset: str, criterion: str, rows: list[tuple[str, dict]], scores: dict,
-          human: list[float]) -> None:
+UNIT = {"segment": "segments", "system": "system means", "summary": "per-input Pearson r"}
+
+
+def _plot(path: Path, title: str, rows: list[tuple[str, LevelResult]], paired: dict[str, dict], base: str | None,
+          level: str) -> None:
+    """Correlations with intervals; paired differences to `base`; then one panel per metric: segments or system
+    means against human scores (scatter), or per-input correlations (summary level, histogram)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     n = len(rows)
-    fig, axes = plt.subplots(1, n + 1, figsize=(4 * (n + 1), 3.6))
-    ax = axes[0]
+    extra = 1 if paired else 0
+    fig, axes = plt.subplots(1, n + 1 + extra, figsize=(4 * (n + 1 + extra), 3.8))
     labels = [label for label, _ in rows]
-    for k, key in enumerate(("pearson", "spearman", "kendall")):
-        vals = [r[key][0] for _, r in rows]
-        err = np.array([[r[key][0] - r[key][1], r[key][2] - r[key][0]] for _, r in rows]).T
-        ax.bar(np.arange(n) + 0.27 * (k - 1), vals, 0.27, yerr=err, capsize=2, label=key)
-    ax.set_xticks(np.arange(n), [textwrap(label) for label in labels], fontsize=7, rotation=20)
-    ax.set_title(f"{dataset} / {criterion}", fontsize=9)
-    ax.legend(fontsize=7)
-    for ax, (label, _) in zip(axes[1:], rows, strict=False):
-        ax.scatter(scores[label], human, s=3, alpha=0.4)
-        ax.set_xlabel(textwrap(label), fontsize=7)
-        ax.set_ylabel("human", fontsize=7)
+
+    def bars(ax: Any, values: list[dict[str, tuple[float, float, float]]], names: list[str]) -> None:
+        for k, key in enumerate(STATISTICS):
+            v = np.array([r[key] for r in values], float).reshape(-1, 3)
+            err = np.abs(np.stack([v[:, 0] - v[:, 1], v[:, 2] - v[:, 0]]))
+            ax.bar(np.arange(len(names)) + 0.27 * (k - 1), v[:, 0], 0.27, yerr=err, capsize=2, label=key)
+        ax.set_xticks(np.arange(len(names)), [textwrap(x) for x in names], fontsize=7, rotation=20)
+        ax.axhline(0, color="black", lw=0.5)
+        ax.legend(fontsize=7)
+
+    bars(axes[0], [{s: r.interval(s) for s in STATISTICS} for _, r in rows], labels)
+    axes[0].set_title(f"{title}\n{level} level, 95% bootstrap CI", fontsize=8)
+    if paired:
+        ax = axes[1]
+        bars(ax, [{s: paired[label][s] for s in STATISTICS} for label in paired], list(paired))
+        ax.set_title(f"difference to {base}\n(paired 95% bootstrap CI)", fontsize=8)
+    for ax, (label, result) in zip(axes[1 + extra:], rows, strict=False):
+        if level == "summary":
+            r = np.concatenate([p[0] for p in result.points.values()])
+            ax.hist(r[~np.isnan(r)], bins=20, range=(-1, 1))
+            ax.set_xlabel(f"{textwrap(label)}: Pearson r per input", fontsize=7)
+            ax.set_ylabel("inputs", fontsize=7)
+        else:
+            x = np.concatenate([p[0] for p in result.points.values()])
+            y = np.concatenate([p[1] for p in result.points.values()])
+            ax.scatter(x, y, s=3 if level == "segment" else 14, alpha=0.4 if level == "segment" else 0.8)
+            ax.set_xlabel(f"{textwrap(label)} ({UNIT[level]})", fontsize=7)
+            ax.set_ylabel("human" if level == "segment" else "human (system means)", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -180,18 +209,67 @@ def textwrap(text: str, width: int = 28) -> str:
     return "\n".join(text[i:i + width] for i in range(0, len(text), width))
 
 
+def _sample(records: list[dict], limit: int | None, seed: int, layout: Layout) -> list[int]:
+    """Indices of a seeded random sample of `limit` records (segment level) or of `limit` inputs with all their
+    outputs (system and summary levels, so each input keeps its systems)."""
+    if layout.level == "segment" or layout.inputs is None:
+        if not limit or limit >= len(records):
+            return list(range(len(records)))
+        return sorted(np.random.default_rng(seed).choice(len(records), limit, replace=False).tolist())
+    names = sorted(set(layout.inputs))
+    if not limit or limit >= len(names):
+        return list(range(len(records)))
+    chosen = set(np.random.default_rng(seed).choice(names, limit, replace=False).tolist())
+    return [i for i, x in enumerate(layout.inputs) if x in chosen]
+
+
+def _subset(layout: Layout, pick: list[int]) -> Layout:
+    def sub(values: Sequence[str] | None) -> list[str] | None:
+        return None if values is None else [values[i] for i in pick]
+    return Layout(layout.level, sub(layout.groups), sub(layout.systems), sub(layout.inputs))
+
+
+def _cell(v: tuple[float, float, float], signed: bool = False) -> str:
+    f = "+.3f" if signed else ".3f"
+    star = "*" if signed and (v[1] > 0 or v[2] < 0) else ""
+    return f"{v[0]:{f}} [{v[1]:{f}}, {v[2]:{f}}]{star}"
+
+
+def _level_line(level: str, result: LevelResult, criterion: str, grouped: bool) -> str:
+    units, resampled = sum(result.units.values()), sum(result.resampled.values())
+    where = f" in {len(result.units)} groups" if grouped else ""
+    line = {"segment": f"segment level: {units} segments{where}, resampled",
+            "system": f"system level: {units} systems{where}; means over {resampled} inputs, inputs resampled",
+            "summary": f"summary level: correlation across systems per input, averaged over {units} inputs{where}; "
+                       f"inputs resampled"}[level]
+    if result.undefined:
+        line += f"; {result.undefined} inputs without a defined correlation (one output or constant scores) left out"
+    skipped = (f"{result.skipped} record{'s' if result.skipped > 1 else ''} without a {criterion} score skipped"
+               if result.skipped else "no record without a score")
+    return f"{line}; {skipped}."
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="movers bench correlation", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="set name in ../shared/data, e.g. bagel, stsb:dev")
     p.add_argument("--metric", action="append", required=True,
                    help="slug or baseline, optionally =JSON kwargs; repeat for several")
     p.add_argument("--criterion", action="append", help="human criterion (default: all)")
+    p.add_argument("--level", choices=list(LEVELS), default="segment",
+                   help="segment (default): every output; system: per-system means; summary: per input across "
+                        "systems, averaged over inputs")
+    p.add_argument("--compare-to", metavar="METRIC",
+                   help="a --metric label (added if absent): each metric's paired difference to it (same bootstrap "
+                        "resamples) and the Williams test for Pearson")
+    p.add_argument("--input-field", help="record field(s) naming an output's input (system/summary levels); "
+                                         "default: the set's (movers.bench.data.INPUT_FIELDS)")
     p.add_argument("--refs", choices=["all", "first"], default="all", help="references per item")
     p.add_argument("--group-by", help="record field(s) to correlate within (e.g. lp, or year,lp), then average")
     p.add_argument("--preprocess", choices=["paper", "none"], default="paper",
                    help="paper (default): the step the set's README names (WMT17: Moses detokenization, "
                         "as MoverScore's run_MT.py); none: the stored text")
-    p.add_argument("--limit", type=int, help="use a seeded random sample of N items (quick runs)")
+    p.add_argument("--limit", type=int, help="use a seeded random sample of N items (quick runs); at the system "
+                                             "and summary levels N inputs with all their outputs")
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="bench-out", help="folder for the PNG and JSON")
@@ -202,20 +280,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"> note: {args.data} is a VALIDATION set: final numbers only, never for choosing defaults.\n")
     elif args.data not in DEVELOPMENT and args.data.split(":")[0] not in DEVELOPMENT:
         print(f"> note: {args.data} is not listed as development or validation in ../shared/README.md.\n")
-    records = data.records
-    if args.limit and args.limit < len(records):
-        pick = sorted(np.random.default_rng(args.seed).choice(len(records), args.limit, replace=False))
-        records = [records[i] for i in pick]
+    try:
+        layout = record_layout(data.records, args.level, data=args.data, group_by=args.group_by,
+                               input_field=args.input_field)
+    except ValueError as e:
+        p.error(str(e))
+    pick = _sample(data.records, args.limit, args.seed, layout)
+    records, layout = [data.records[i] for i in pick], _subset(layout, pick)
     preds = [r["hypothesis"] for r in records]
     refs = [list(r["references"]) if args.refs == "all" else [r["references"][0]] for r in records]
-    groups = group_labels(records, args.group_by)
     criteria = args.criterion or data.criteria
     sub = Dataset(data.name, records, data.criteria, data.preprocessing)
 
+    specs = [_parse_metric(spec) for spec in args.metric]
+    base = None
+    if args.compare_to:
+        base = next((label for label, name, _ in specs if args.compare_to in (label, name)), None)
+        if base is None:
+            specs.append(_parse_metric(args.compare_to))
+            base = specs[-1][0]
     scores: dict[str, list[float]] = {}
     timing: dict[str, float] = {}
-    for spec in args.metric:
-        label, name, kwargs = _parse_metric(spec)
+    for label, name, kwargs in specs:
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -223,41 +309,92 @@ def main(argv: list[str] | None = None) -> int:
         timing[label] = time.perf_counter() - start
         for w in {str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)}:
             logger.warning("%s: %s", label, w)
+    empty = [i for i, text in enumerate(preds) if is_empty(text)]
+    worst = {label: s[empty[0]] for label, s in scores.items()} if empty else {}
+    empty_outputs = {"count": len(empty), "ids": [records[i].get("id") for i in empty], "scored": worst}
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"correlation_{args.data.replace(':', '-')}"
-    print(f"## {args.data}: {len(records)} items, refs={args.refs}"
-          + (f", per {args.group_by} then averaged" if groups else "")
+    stem = f"correlation_{args.data.replace(':', '-')}" + ("" if args.level == "segment" else f"_{args.level}")
+    print(f"## {args.data}: {len(records)} items, refs={args.refs}, {args.level} level"
+          + (f", per {args.group_by} then averaged" if args.group_by else "")
           + f", 95% bootstrap CI ({args.bootstrap} resamples), preprocessing: {data.preprocessing}\n")
-    summary = {}
+    if empty:
+        ids = ", ".join(str(records[i].get("id")) for i in empty[:5])
+        given = ", ".join(f"{label} {value:g}" for label, value in worst.items())
+        print(f"> {len(empty)} empty output(s) ({ids}) get each metric's worst value without being scored: "
+              f"{given}.\n")
+    summary: dict[str, dict] = {}
     per_group: dict[str, dict[str, dict[str, float]]] = {}
+    paired_all: dict[str, dict[str, dict]] = {}
+    counts: dict[str, dict] = {}
     for criterion in criteria:
         human = sub.human(criterion)
-        rows = [(label, correlations(s, human, groups, n_boot=args.bootstrap, seed=args.seed))
-                for label, s in scores.items()]
-        summary[criterion] = {label: r for label, r in rows}
+        results = {label: level_correlations(s, human, layout, n_boot=args.bootstrap, seed=args.seed)
+                   for label, s in scores.items()}
+        first = next(iter(results.values()))
+        counts[criterion] = {"skipped": first.skipped, "units": first.units, "resampled": first.resampled,
+                             "undefined_inputs": first.undefined}
+        summary[criterion] = {label: {s: r.interval(s) for s in STATISTICS} for label, r in results.items()}
         print(f"### {criterion}\n")
+        print(_level_line(args.level, first, criterion, layout.groups is not None) + "\n")
         print("| metric | Pearson r | Spearman ρ | Kendall τ | time (s) |")
         print("|---|---|---|---|---|")
-        for label, r in rows:
-            cells = [f"{r[k][0]:.3f} [{r[k][1]:.3f}, {r[k][2]:.3f}]" for k in ("pearson", "spearman", "kendall")]
-            print(f"| {label} | " + " | ".join(cells) + f" | {timing[label]:.1f} |")
+        for label, r in results.items():
+            print(f"| {label} | " + " | ".join(_cell(r.interval(s)) for s in STATISTICS) + f" | {timing[label]:.1f} |")
         print()
-        if groups:
-            per_group[criterion] = {label: _per_group_pearson(s, human, groups) for label, s in scores.items()}
-            names = sorted(set(groups))
-            print("| Pearson r per " + args.group_by + " | " + " | ".join(names) + " | avg |")
+        paired: dict[str, dict] = {}
+        if base is not None:
+            for label, r in results.items():
+                if label != base:
+                    paired[label] = {**paired_difference(r, results[base]),
+                                     "williams": williams_by_group(r, results[base])}
+            paired_all[criterion] = paired
+            _print_paired(paired, base, args.level, args.group_by)
+        if layout.groups is not None:
+            per_group[criterion] = {label: {g: v["pearson"] for g, v in r.per_group.items()}
+                                    for label, r in results.items()}
+            names = sorted(first.per_group)
+            print("| Pearson r per " + str(args.group_by) + " | " + " | ".join(names) + " | avg |")
             print("|---|" + "---|" * (len(names) + 1))
             for label, values in per_group[criterion].items():
                 print(f"| {label} | " + " | ".join(f"{values[g]:.3f}" for g in names)
-                      + f" | {np.mean(list(values.values())):.3f} |")
+                      + f" | {np.nanmean(list(values.values())):.3f} |")
             print()
-        _plot(out / f"{stem}_{criterion}.png", args.data, criterion, rows, scores, human)
-    (out / f"{stem}.json").write_text(json.dumps({"data": args.data, "n": len(records), "refs": args.refs,
-                                                  "preprocessing": data.preprocessing, "group_by": args.group_by,
-                                                  "correlations": summary,
-                                                  "per_group_pearson": per_group,
-                                                  "seconds": timing, "scores": scores}, indent=1))
+        _plot(out / f"{stem}_{criterion}.png", f"{args.data} / {criterion}", list(results.items()),
+              {label: {s: v[s] for s in STATISTICS} for label, v in paired.items()}, base, args.level)
+    (out / f"{stem}.json").write_text(json.dumps({
+        "data": args.data, "n": len(records), "refs": args.refs, "level": args.level,
+        "input_field": None if layout.inputs is None else (args.input_field or INPUT_FIELDS[args.data.split(":")[0]]),
+        "preprocessing": data.preprocessing, "group_by": args.group_by, "bootstrap": args.bootstrap,
+        "seed": args.seed, "counts": counts, "empty_outputs": empty_outputs, "correlations": summary,
+        "compare_to": base, "paired": paired_all, "per_group_pearson": per_group,
+        "seconds": timing, "scores": scores}, indent=1))
     print(f"saved {out / stem}_*.png and {out / stem}.json")
     return 0
+
+
+def _print_paired(paired: dict[str, dict], base: str, level: str, group_by: str | None) -> None:
+    """The difference table: paired bootstrap intervals and, except at the summary level, the Williams test."""
+    print(f"Difference to `{base}` (metric − {base}), paired 95% bootstrap interval from the same resamples "
+          f"(* = excludes 0); Williams test of H1: Pearson r > {base}'s (one-sided p, t with n − 3 df):\n")
+    print("| metric | Δ Pearson r | Δ Spearman ρ | Δ Kendall τ | Williams t (df) | p |")
+    print("|---|---|---|---|---|---|")
+    for label, v in paired.items():
+        tests = v["williams"]
+        if level == "summary":
+            t_cell, p_cell = "n/a (average of per-input r)", "n/a"
+        elif len(tests) == 1:
+            w = next(iter(tests.values()))
+            t_cell, p_cell = f"{w['t']:.2f} ({w['df']})", f"{w['p']:.3g}"
+        else:
+            t_cell, p_cell = f"per {group_by} below", "below"
+        print(f"| {label} | " + " | ".join(_cell(v[s], signed=True) for s in STATISTICS) + f" | {t_cell} | {p_cell} |")
+    print()
+    if level != "summary" and any(len(v["williams"]) > 1 for v in paired.values()):
+        names = sorted(next(iter(paired.values()))["williams"])
+        print(f"| Williams p (Pearson r > {base}'s) per {group_by} | " + " | ".join(names) + " |")
+        print("|---|" + "---|" * len(names))
+        for label, v in paired.items():
+            print(f"| {label} | " + " | ".join(f"{v['williams'][g]['p']:.3g}" for g in names) + " |")
+        print()

@@ -17,11 +17,13 @@ option, not a data step, and WMT15/16 is stored detokenized already.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Dataset", "load_dataset", "data_root", "detokenize", "DEVELOPMENT", "VALIDATION", "PREPROCESSING"]
+__all__ = ["Dataset", "load_dataset", "data_root", "detokenize", "DEVELOPMENT", "VALIDATION", "PREPROCESSING",
+           "INPUT_FIELDS"]
 
 DEVELOPMENT = {"bagel", "sfhotel", "sfres", "stsb:train", "stsb:dev", "wmt15_16_da_seg_toen", "summeval",
                "dailydialog_multiref", "usr_personachat", "newsroom_human"}
@@ -30,6 +32,13 @@ VALIDATION = {"wmt17_da_seg_toen", "sts12_16", "stsb:test", "realsumm", "webnlg2
 
 PREPROCESSING: dict[str, str] = {"wmt17_da_seg_toen": "moses-detok-en"}
 """set -> the step its README names (applied to `hypothesis` and every `references` entry)."""
+
+INPUT_FIELDS: dict[str, str] = {
+    "realsumm": "doc_id", "summeval": "doc_id", "newsroom_human": "doc_id", "webnlg2020_human": "sample_id",
+    "dailydialog_multiref": "context_id", "usr_personachat": "context_idx", "wmt17_da_seg_toen": "lp,sid",
+    "bagel": "mr", "sfhotel": "mr", "sfres": "mr"}
+"""set -> the record field(s) naming the input an output was made from (document, source item, dialogue
+context, meaning representation): the unit of the system and summary levels (their READMEs list the fields)."""
 
 
 @dataclass(frozen=True)
@@ -40,9 +49,10 @@ class Dataset:
     preprocessing: str = "none"  # what was applied to the stored text, with the library version
 
     def human(self, criterion: str) -> list[float]:
-        if criterion == "human":
-            return [float(r["human"]) for r in self.records]
-        return [float(r["human"][criterion]) for r in self.records]
+        """Each record's human score for `criterion`; NaN where the record has none (WebNLG 2020 has one
+        such record: no worker rated it), which the correlations skip and count."""
+        values = [r["human"] if criterion == "human" else r["human"][criterion] for r in self.records]
+        return [math.nan if v is None else float(v) for v in values]
 
 
 def data_root() -> Path:

@@ -33,7 +33,8 @@ import numpy as np
 from scipy import stats
 
 from .correlation import _parse_metric, group_labels, score_metric
-from .data import load_dataset
+from .data import Dataset, load_dataset
+from .levels import rowwise
 
 __all__ = ["SetProtocol", "SUITES", "run_suite", "main", "paired_bootstrap"]
 
@@ -112,8 +113,9 @@ def paired_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]],
         sample = rng.integers(0, len(idx), size=(n_boot, len(idx)))
         for human in humans:
             h = np.asarray(human, float)[idx]
-            points.append(_stat(m[idx][None], h[None], statistic)[0])
-            dists.append(_stat(m[idx][sample], h[sample], statistic))
+            stat = rowwise if np.isnan(h).any() else _stat  # rowwise leaves out records without a human score
+            points.append(stat(m[idx][None], h[None], statistic)[0])
+            dists.append(stat(m[idx][sample], h[sample], statistic))
     return float(np.mean(points)), np.nanmean(np.stack(dists), 0)
 
 
@@ -155,7 +157,7 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
         refs = [list(r["references"]) if protocol.refs == "all" else [r["references"][0]] for r in records]
         groups = group_labels(records, protocol.group_by)
         criteria = list(protocol.criteria) or data.criteria
-        humans = [[float(r["human"]) if c == "human" else float(r["human"][c]) for r in records] for c in criteria]
+        humans = [Dataset(data.name, records, data.criteria).human(c) for c in criteria]  # NaN: no score, skipped
         entry: dict = {"n": len(records), "statistic": protocol.statistic, "group_by": protocol.group_by,
                        "criteria": criteria, "preprocessing": data.preprocessing, "metrics": {}}
         base_dist = None
