@@ -3,9 +3,12 @@
     movers score -m moverscore -r refs.txt [-r refs2.txt ...] -c hyps.txt
     cat hyps.txt | movers score -m moverscore -m twmd -r refs.txt --format json --per-segment
     movers score -m lazy_emd -r refs.txt -c hyps.txt --opt reg=0.05 --confidence
+    movers score -m moverscore -m delta_bleu -r refs.txt -c base.txt sys1.txt sys2.txt --paired-bs -f latex
 
 Files hold one text per line (UTF-8); each ``-r`` file is one reference stream (line i of every file
-is a reference of hypothesis i), as in sacreBLEU. Every problem with the input (missing file, unequal
+is a reference of hypothesis i), as in sacreBLEU. Several ``-c`` files are several systems
+(:func:`movers.compare`; tables in :mod:`movers.cli.tables`), the first the baseline of ``--paired-bs`` /
+``--paired-ar``; one system prints exactly what it printed before. Every problem with the input (missing file, unequal
 line counts, empty file, a bad ``--opt``, an input the metric rejects) is reported as one line on
 stderr, ``movers score: error: ...``, with exit status 2; nothing is scored then.
 """
