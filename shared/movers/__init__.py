@@ -41,6 +41,8 @@ _LAZY = {
     "Idf": "text.idf",
     "Centering": "text.centering",
     "explain": "integrations.api",
+    "compare": "integrations.compare",
+    "Comparison": "integrations.compare",
     "fit_centering": "integrations.api",
     "score_stream": "integrations.api",
     "MoversMetric": "integrations.evaluate_module",

@@ -3,9 +3,12 @@
     movers score -m moverscore -r refs.txt [-r refs2.txt ...] -c hyps.txt
     cat hyps.txt | movers score -m moverscore -m twmd -r refs.txt --format json --per-segment
     movers score -m lazy_emd -r refs.txt -c hyps.txt --opt reg=0.05 --confidence
+    movers score -m moverscore -m delta_bleu -r refs.txt -c base.txt sys1.txt sys2.txt --paired-bs -f latex
 
 Files hold one text per line (UTF-8); each ``-r`` file is one reference stream (line i of every file
-is a reference of hypothesis i), as in sacreBLEU. Every problem with the input (missing file, unequal
+is a reference of hypothesis i), as in sacreBLEU. Several ``-c`` files are several systems
+(:func:`movers.compare`; tables in :mod:`movers.cli.tables`), the first the baseline of ``--paired-bs`` /
+``--paired-ar``; one system prints exactly what it printed before. Every problem with the input (missing file, unequal
 line counts, empty file, a bad ``--opt``, an input the metric rejects) is reported as one line on
 stderr, ``movers score: error: ...``, with exit status 2; nothing is scored then.
 """
@@ -19,13 +22,23 @@ import json
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import metrics as registry
 from ..core.options import scalar_kind
+from ..core.significance import (
+    BOOTSTRAP_SAMPLES,
+    DEFAULT_SEED,
+    RANDOMIZATION_TRIALS,
+    SEED_VARIABLE,
+    Interval,
+    bootstrap_interval,
+    resolve_seed,
+    seed_label,
+)
 from ..core.spec import MetricSpec
+from ..pipeline.call import make_options
 
 __all__ = ["main", "parse_options", "bootstrap_interval", "read_lines", "UsageError"]
 
@@ -34,8 +47,7 @@ PROG = "movers score"
 # Options that the command line sets itself (or that change the result's type): not --opt options.
 _RESERVED = {"verbose", "return_matching", "return_plans"}
 
-BOOTSTRAP_SEED = 12345   # sacreBLEU's default seed for --confidence
-BOOTSTRAP_SAMPLES = 1000  # sacreBLEU's default --confidence-n
+BOOTSTRAP_SEED = DEFAULT_SEED  # sacreBLEU's default seed for --confidence and the paired tests
 PROGRESS_MIN_PAIRS = 500  # "long work": progress on by default from this many pairs x metrics
 
 
@@ -137,48 +149,6 @@ def parse_options(items: Sequence[str], specs: dict[str, MetricSpec]) -> dict[st
     return out
 
 
-# ----------------------------------------------------------------------------- bootstrap
-
-
-@dataclass(frozen=True)
-class Interval:
-    """Bootstrap estimate of a corpus score: mean over resamples and the 95% percentile interval."""
-
-    mean: float
-    half_width: float
-    low: float
-    high: float
-    samples: int
-    seed: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mean": self.mean, "half_width": self.half_width, "low": self.low, "high": self.high,
-                "level": 0.95, "samples": self.samples, "seed": self.seed}
-
-
-def bootstrap_interval(scores: Sequence[float], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED,
-                       corpus: Callable[[Any], float] | None = None) -> Interval:
-    """Resample the segments with replacement `samples` times (numpy ``default_rng(seed)``).
-
-    Each resample's corpus score is the mean of its segment scores, or ``corpus(indices)`` for a
-    metric whose corpus score is not a mean (ΔBLEU recomputes from the resampled segments). Returns the
-    mean of the resampled scores, and the 2.5th and 97.5th percentiles; ``half_width`` is half their
-    distance (sacreBLEU prints ``μ ± half_width``).
-    """
-    import numpy as np
-
-    values = np.asarray(scores, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(values), size=(samples, len(values)))
-    if corpus is None:
-        stats = values[idx].mean(axis=1)
-    else:
-        stats = np.array([corpus(row) for row in idx], dtype=np.float64)
-    low, high = np.percentile(stats, [2.5, 97.5])
-    return Interval(mean=float(stats.mean()), half_width=float((high - low) / 2), low=float(low),
-                    high=float(high), samples=samples, seed=seed)
-
-
 # ----------------------------------------------------------------------------- scoring
 
 
@@ -254,7 +224,7 @@ def _render(args: argparse.Namespace, results: dict[str, Any], intervals: dict[s
             lines += [f"{slug}\t{i + 1}\t{fmt(s)}" for i, s in enumerate(res.scores)]
         if slug in intervals:
             ci = intervals[slug]
-            lines.append(f"{res.signature}|bs:{ci.samples}|seed:{ci.seed} = {fmt(res.score)} "
+            lines.append(f"{res.signature}|bs:{ci.samples}|seed:{seed_label(ci.seed)} = {fmt(res.score)} "
                          f"(μ = {fmt(ci.mean)} ± {fmt(ci.half_width)}, 95% CI [{fmt(ci.low)}, {fmt(ci.high)}])")
         else:
             lines.append(f"{res.signature} = {fmt(res.score)}")
@@ -265,27 +235,46 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Score hypotheses (one per line) against one or more reference files (one per line, "
-                    "aligned). Prints '<signature> = <score>' per metric, like sacreBLEU.",
+                    "aligned). Prints '<signature> = <score>' per metric, like sacreBLEU; several systems "
+                    "(-c A B ...) give one table per metric, the first system being the baseline of the "
+                    "paired tests.",
         epilog="Options are typed by the metric's signature: JSON literals for numbers, booleans, lists "
                "and null (e.g. --opt reg=0.05 --opt layer=[-5,-1] --opt idf=true), plain text for "
                "string options (--opt preset=1.0.3). 'key=value' applies to every selected metric that "
                "has the option, 'slug.key=value' to one. --confidence resamples the segments with "
                f"replacement (--confidence-n times, numpy seed {BOOTSTRAP_SEED}) and prints the mean of "
-               "the resampled corpus scores ± half the width of their 95% percentile interval.")
+               "the resampled corpus scores ± half the width of their 95% percentile interval. "
+               "--paired-bs and --paired-ar follow sacreBLEU: every system against the first on the same "
+               "resamples, the mean ± half the width of each system's 95% bootstrap interval, and the "
+               f"p-value, marked * below 0.05. The seed is --seed, else ${SEED_VARIABLE}, else "
+               f"{BOOTSTRAP_SEED}; 'none' draws it from the system.")
     p.add_argument("-m", "--metric", action="append", required=True, choices=registry.slugs(),
                    metavar="SLUG", help=f"metric to run, repeatable: {', '.join(registry.slugs())}")
     p.add_argument("-r", "--refs", action="append", required=True, metavar="FILE",
                    help="reference file, one per line; repeat for several references per hypothesis")
-    p.add_argument("-c", "--cands", "-i", "--input", dest="cands", default="-", metavar="FILE",
-                   help="hypothesis file, one per line (default: standard input)")
+    p.add_argument("-c", "--cands", "-i", "--input", dest="cands", nargs="+", default=["-"], metavar="FILE",
+                   help="hypothesis file(s), one per line; several files are several systems "
+                        "(default: standard input)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="metric option, repeatable (see below)")
-    p.add_argument("-f", "--format", choices=["text", "json", "tsv", "csv"], default="text")
+    p.add_argument("-f", "--format", choices=["text", "json", "tsv", "csv", "latex"], default="text")
     p.add_argument("--per-segment", action="store_true", help="also output one score per hypothesis")
-    p.add_argument("--confidence", action="store_true", help="bootstrap 95%% interval of the corpus score")
+    p.add_argument("--confidence", action="store_true",
+                   help="bootstrap 95%% interval of the corpus score (with --paired-ar: of each system)")
     p.add_argument("--confidence-n", type=int, default=BOOTSTRAP_SAMPLES, metavar="N",
                    help=f"bootstrap resamples (default {BOOTSTRAP_SAMPLES})")
-    p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default {BOOTSTRAP_SEED})")
+    paired = p.add_mutually_exclusive_group()
+    paired.add_argument("--paired-bs", action="store_true",
+                        help="paired bootstrap resampling test of each system against the first (Koehn, 2004)")
+    paired.add_argument("--paired-ar", action="store_true",
+                        help="paired approximate randomization test of each system against the first "
+                             "(Riezler & Maxwell, 2005)")
+    p.add_argument("--paired-bs-n", type=int, default=BOOTSTRAP_SAMPLES, metavar="N",
+                   help=f"resamples of --paired-bs (default {BOOTSTRAP_SAMPLES})")
+    p.add_argument("--paired-ar-n", type=int, default=RANDOMIZATION_TRIALS, metavar="N",
+                   help=f"trials of --paired-ar (default {RANDOMIZATION_TRIALS})")
+    p.add_argument("--seed", default=None, metavar="SEED",
+                   help=f"resampling seed, an integer or 'none' (default ${SEED_VARIABLE} or {BOOTSTRAP_SEED})")
     p.add_argument("-w", "--width", type=int, default=4, help="decimals in text output (default 4)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help=f"progress bar on stderr (default: on for {PROGRESS_MIN_PAIRS}+ pairs x metrics "
@@ -293,19 +282,45 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _checked(args: argparse.Namespace) -> int | None:
+    """The resolved seed, after the checks of numbers and combinations."""
+    for name in ("confidence_n", "paired_bs_n", "paired_ar_n"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}.")
+    if args.width < 0:
+        raise UsageError(f"--width must be >= 0, got {args.width}.")
+    paired = args.paired_bs or args.paired_ar
+    if paired and len(args.cands) < 2:
+        raise UsageError(f"--paired-{'bs' if args.paired_bs else 'ar'} compares systems with the first: pass "
+                         f"several hypothesis files (-c BASELINE SYSTEM ...).")
+    if len(args.cands) > 1 and args.confidence and not args.paired_ar:
+        raise UsageError("--confidence takes one system; for several use --paired-bs (which reports each "
+                         "system's interval) or --paired-ar --confidence.")
+    if len(args.cands) > 1 and args.per_segment and args.format in ("text", "latex"):
+        raise UsageError(f"--per-segment with several systems needs --format json, tsv or csv, not "
+                         f"{args.format}.")
+    if args.cands.count("-") > 1:
+        raise UsageError("standard input ('-') can be one system only.")
+    if "-" in args.cands and sys.stdin.isatty():
+        raise UsageError("no hypotheses: pass -c FILE or pipe them on standard input.")
+    try:
+        return resolve_seed(args.seed)
+    except ValueError:
+        raise UsageError(f"--seed: expected an integer or 'none', got {args.seed!r}.") from None
+
+
 def run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     slugs = list(dict.fromkeys(args.metric))
-    if args.cands == "-" and sys.stdin.isatty():
-        raise UsageError("no hypotheses: pass -c FILE or pipe them on standard input.")
-    if args.confidence_n < 1:
-        raise UsageError(f"--confidence-n must be >= 1, got {args.confidence_n}.")
-    if args.width < 0:
-        raise UsageError(f"--width must be >= 0, got {args.width}.")
-    hyp_name = "<stdin>" if args.cands == "-" else args.cands
+    seed = _checked(args)
+    names = ["<stdin>" if path == "-" else path for path in args.cands]
+    if len(set(names)) < len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise UsageError(f"hypothesis file {twice!r} is given twice; each system needs its own file.")
     ref_lines = [read_lines(path, "reference") for path in args.refs]
-    hyps = read_lines(args.cands, "hypothesis")
-    counts = {hyp_name: len(hyps), **{path: len(lines) for path, lines in zip(args.refs, ref_lines, strict=False)}}
+    systems = {name: read_lines(path, "hypothesis") for name, path in zip(names, args.cands, strict=True)}
+    counts = {**{name: len(lines) for name, lines in systems.items()},
+              **{path: len(lines) for path, lines in zip(args.refs, ref_lines, strict=False)}}
     if len(set(counts.values())) > 1:
         raise UsageError("files must have the same number of lines, got "
                          + ", ".join(f"{name}: {n}" for name, n in counts.items()) + ".")
@@ -314,7 +329,10 @@ def run(argv: Sequence[str]) -> int:
     options = parse_options(args.opt, {slug: registry.get(slug) for slug in slugs})
     verbose = args.progress
     if verbose is None:
-        verbose = sys.stderr.isatty() and len(hyps) * len(slugs) >= PROGRESS_MIN_PAIRS
+        verbose = sys.stderr.isatty() and len(references) * len(slugs) * len(systems) >= PROGRESS_MIN_PAIRS
+    if len(systems) > 1 or args.paired_bs or args.paired_ar or args.format == "latex":
+        return _run_systems(args, slugs, systems, references, options, verbose, seed)
+    hyp_name, hyps = next(iter(systems.items()))
     from ..core.scope import launched_scoring
 
     with launched_scoring() as rank:  # under torchrun: each rank scores its shard, statistics all-reduced
@@ -328,18 +346,50 @@ def run(argv: Sequence[str]) -> int:
     if args.confidence:
         for slug, res in results.items():
             spec = registry.get(slug)
-            # not a mean of segment scores (ΔBLEU): the corpus statistic is recomputed per resample
+            # not a mean of segment scores (ΔBLEU): the corpus statistic is recomputed per resample from the
+            # resampled segments' statistics
             corpus = None if spec.corpus_from_segments else functools.partial(
-                _resampled_corpus, registry.function(spec), hyps, references, options[slug])
-            intervals[slug] = bootstrap_interval(res.scores, samples=args.confidence_n, seed=args.seed,
-                                                 corpus=corpus)
+                _resampled_corpus, spec, spec.resolve(make_options(spec, options[slug])), res.statistics)
+            intervals[slug] = bootstrap_interval(res.scores, samples=args.confidence_n, seed=seed, corpus=corpus)
     sys.stdout.write(_render(args, results, intervals))
     return 0
 
 
-def _resampled_corpus(function: Callable[..., Any], hyps: list[str], references: list[list[str]],
-                      options: dict[str, Any], idx: Any) -> float:
-    return float(function([hyps[i] for i in idx], [references[i] for i in idx], **options).score)
+def _resampled_corpus(spec: MetricSpec, options: Any, statistics: Any, idx: Any) -> float:
+    import numpy as np
+
+    return float(spec.corpus_from_statistics(options, np.asarray(statistics, dtype=np.float64)[idx].sum(0)[None])[0])
+
+
+def _run_systems(args: argparse.Namespace, slugs: list[str], systems: dict[str, list[str]],
+                 references: list[list[str]], options: dict[str, dict[str, Any]], verbose: bool,
+                 seed: int | None) -> int:
+    """Several systems (or a LaTeX table): :func:`movers.compare` and one table per metric."""
+    from ..core.scope import launched_scoring
+    from ..integrations.compare import SYSTEM_NOTE, compare
+    from .tables import render_comparison
+
+    kwargs = {slug: {**options[slug], **({"verbose": verbose} if any(f.name == "verbose"
+                                                                       for f in registry.get(slug).options)
+                                         else {})} for slug in slugs}
+    files = dict(zip(systems, args.cands, strict=True))
+    with launched_scoring() as rank:
+        try:
+            comparison = compare(slugs, systems, references, paired_bs=args.paired_bs, paired_bs_n=args.paired_bs_n,
+                                 paired_ar=args.paired_ar, paired_ar_n=args.paired_ar_n,
+                                 ar_confidence_n=args.confidence_n if args.paired_ar and args.confidence else 0,
+                                 seed="none" if seed is None else seed, metric_options=kwargs)
+        except (TypeError, ValueError) as e:
+            notes = [n[len(SYSTEM_NOTE):] for n in getattr(e, "__notes__", []) if n.startswith(SYSTEM_NOTE)]
+            name = notes[0] if notes else next(iter(systems))
+            raise UsageError(_where(str(e), name if files.get(name) != "-" else "<stdin>", list(args.refs))) \
+                from None
+    if rank != 0:
+        return 0
+    sys.stdout.write(render_comparison(comparison, fmt=args.format, width=args.width,
+                                       per_segment=args.per_segment,
+                                       titles={slug: registry.get(slug).title for slug in slugs}))
+    return 0
 
 
 def guarded(prog: str, run: Callable[[Sequence[str]], int], argv: Sequence[str] | None) -> int:

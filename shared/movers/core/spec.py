@@ -163,6 +163,12 @@ class MetricSpec(ABC, Generic[OptionsT]):
         """The corpus score and corpus-level outputs from the per-segment outputs (mean of the scores)."""
         return float(np.mean(segments["scores"])), {}
 
+    def corpus_from_statistics(self, options: OptionsT, sums: np.ndarray) -> np.ndarray:
+        """Corpus scores from summed sufficient statistics, one per row of `sums` ``[m, k]`` (the rows of
+        :attr:`Scores.statistics <movers.core.result.Scores.statistics>` summed over a resample); only for
+        metrics whose corpus score is not a mean (``corpus_from_segments = False``)."""
+        raise NotImplementedError(f"{self.slug}: no corpus score from statistics declared")
+
     def details(self, options: OptionsT, prediction: Any, references: list[Any],
                 weights: list[float] | None) -> dict[str, Any] | None:
         """A table explaining one segment where there is no transport plan (ΔBLEU's n-gram credits):

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+import numpy as np
 from sacrebleu.metrics.bleu import BLEU, BLEUScore
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
@@ -167,6 +168,8 @@ class DeltaBleu(MetricSpec[DeltaBleuOptions]):
                             *(math.fsum(s[3][n] for s in stats) for n in range(order))])
         scope.statistics_done()
         scores = scope.gather([score(*s).score for s in stats])
+        # per segment [hyp_len, ref_len, correct_1..N, total_1..N], sacreBLEU's order: what resampling tests sum
+        statistics = scope.gather([[float(s[0]), float(s[1]), *s[2], *s[3]] for s in stats])
         corpus = score(int(sums[0]), int(sums[1]), sums[2:2 + order], sums[2 + order:])
         signature = Signature("DeltaBLEU", (
             ("variant", o.variant), ("nrefs", nrefs_label(refs)), ("w", "uniform" if rated is None else "rated"),
@@ -177,7 +180,14 @@ class DeltaBleu(MetricSpec[DeltaBleuOptions]):
                  "sys_len": int(corpus.sys_len), "ref_len": int(corpus.ref_len),
                  "counts": [float(c) for c in corpus.counts], "totals": [float(t) for t in corpus.totals]}
         return Scores(score=float(corpus.score), scores=[float(s) for s in scores], signature=signature,
-                      extra=extra)
+                      extra=extra, statistics=statistics)
+
+    def corpus_from_statistics(self, o: DeltaBleuOptions, sums: np.ndarray) -> np.ndarray:
+        """ΔBLEU of each row of summed segment statistics (negative numerator sums set to 0, as in `run`)."""
+        order, score = o.max_ngram_order, _Scorer(o)
+        return np.array([score(int(row[0]), int(row[1]), [float(c) for c in row[2:2 + order]],
+                               [float(t) for t in row[2 + order:]]).score for row in np.asarray(sums)],
+                        dtype=np.float64)
 
     def details(self, o: DeltaBleuOptions, prediction: str, references: list[str],
                 weights: list[float] | None) -> dict[str, Any]:

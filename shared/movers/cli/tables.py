@@ -1,0 +1,128 @@
+"""Output of ``movers score`` for several systems (a :class:`movers.Comparison`): an aligned text table per
+metric, JSON, TSV/CSV rows, or a LaTeX (booktabs) table with one column per metric.
+
+With a paired test the first system is the baseline (``Baseline: <name>``, as sacreBLEU prints it), every
+system has the mean ± half width of its 95% bootstrap interval where the test gives one, and every other
+system its p-value, marked ``*`` below 0.05.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping
+
+from ..integrations.compare import Comparison, SystemScore
+
+__all__ = ["render_comparison"]
+
+_TESTS = {"bs": ("Paired bootstrap resampling", "resamples"), "ar": ("Paired approximate randomization", "trials")}
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def render_comparison(c: Comparison, *, fmt: str, width: int, per_segment: bool,
+                      titles: Mapping[str, str]) -> str:
+    """`c` as text, json, tsv, csv or latex; `titles` are the metrics' display names (LaTeX headers)."""
+    if fmt == "json":
+        return json.dumps(c.to_dict(per_segment=per_segment), indent=1, ensure_ascii=False) + "\n"
+    if fmt in ("tsv", "csv"):
+        return _rows(c, "\t" if fmt == "tsv" else ",", per_segment)
+    if fmt == "latex":
+        return _latex(c, width, titles)
+    return _text(c, width)
+
+
+def _label(c: Comparison, name: str) -> str:
+    return f"Baseline: {name}" if c.test is not None and name == c.baseline else name
+
+
+def _p(r: SystemScore) -> str:
+    """sacreBLEU's four decimals, ``*`` below 0.05."""
+    return "" if r.p_value is None else f"{r.p_value:.4f}" + ("*" if r.significant else " ")
+
+
+def _footer(c: Comparison) -> str:
+    if c.test is None:
+        return ""
+    name, unit = _TESTS[c.test]
+    seed = "none" if c.seed is None else c.seed
+    return (f"{name} test ({c.samples} {unit}, seed {seed}) of each system against the baseline; "
+            f"p-values marked * are below 0.05.\n")
+
+
+def _text(c: Comparison, width: int) -> str:
+    blocks = []
+    for slug in c.metrics:
+        results = list(c[slug].values())
+        has_interval = any(r.interval is not None for r in results)
+        header = ["System", "Score", *(["μ ± 95% CI"] if has_interval else []), *(["p-value"] if c.test else [])]
+        rows = []
+        for r in results:
+            row = [_label(c, r.system), f"{r.score:.{width}f}"]
+            if has_interval:
+                ci = r.interval
+                row.append("" if ci is None else f"{ci.mean:.{width}f} ± {ci.half_width:.{width}f}")
+            if c.test:
+                row.append(_p(r))
+            rows.append(row)
+        sizes = [max(len(x[k]) for x in [header, *rows]) for k in range(len(header))]
+        lines = [results[0].signature]
+        for row in [header, *rows]:
+            cells = [row[0].ljust(sizes[0]), *(cell.rjust(size) for cell, size in zip(row[1:], sizes[1:], strict=True))]
+            lines.append("  ".join(cells).rstrip())
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks) + ("\n" + _footer(c) if c.test else "")
+
+
+def _rows(c: Comparison, delimiter: str, per_segment: bool) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
+    if per_segment:
+        writer.writerow(["metric", "system", "segment", "score"])
+        for slug in c.metrics:
+            for r in c[slug].values():
+                for i, s in enumerate(r.result.scores):
+                    writer.writerow([slug, r.system, i + 1, repr(float(s))])
+        return buf.getvalue()
+    has_interval = any(r.interval is not None for by in c.results.values() for r in by.values())
+    writer.writerow(["metric", "system", "score", *(["mean", "half_width", "low", "high"] if has_interval else []),
+                     *(["p_value"] if c.test else []), "signature"])
+    for slug in c.metrics:
+        for r in c[slug].values():
+            row = [slug, r.system, repr(float(r.score))]
+            if has_interval:
+                ci = r.interval
+                row += ["", "", "", ""] if ci is None else [repr(ci.mean), repr(ci.half_width), repr(ci.low),
+                                                            repr(ci.high)]
+            if c.test:
+                row.append("" if r.p_value is None else repr(r.p_value))
+            writer.writerow(row + [r.signature])
+    return buf.getvalue()
+
+
+def _escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def _latex_cell(r: SystemScore, width: int) -> str:
+    cell = f"{r.score:.{width}f}"
+    if r.interval is not None:
+        cell += f" ($\\mu = {r.interval.mean:.{width}f} \\pm {r.interval.half_width:.{width}f}$)"
+    if r.p_value is not None:
+        cell += f" ($p = {r.p_value:.4f}$)" + ("$^*$" if r.significant else "")
+    return cell
+
+
+def _latex(c: Comparison, width: int, titles: Mapping[str, str]) -> str:
+    lines = [f"% {c[slug][c.baseline].signature}" for slug in c.metrics]
+    if c.test:
+        lines.append(f"% {_footer(c).strip()}")
+    lines += [r"\begin{tabular}{l" + "r" * len(c.metrics) + "}", r"\toprule",
+              " & ".join(["System", *(_escape(titles.get(slug, slug)) for slug in c.metrics)]) + r" \\",
+              r"\midrule"]
+    for name in c.systems:
+        cells = [_escape(_label(c, name)), *(_latex_cell(c[slug][name], width) for slug in c.metrics)]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
