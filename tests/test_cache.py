@@ -197,3 +197,27 @@ def test_cache_command_info_and_clear(tmp_path):
     missing = subprocess.run([exe, "cache", "info"], capture_output=True, text=True,
                              env={k: v for k, v in os.environ.items() if k != "MOVERS_CACHE"})
     assert missing.returncode == 2 and missing.stderr.startswith("movers cache: error: no cache folder")
+
+
+def test_score_command_with_a_cache_folder(tmp_path):
+    exe = str(Path(sys.executable).parent / "movers")
+    for name, lines in (("refs", REFS), ("a", PREDS), ("b", OTHER)):
+        (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    folder = tmp_path / "cache"
+
+    def score(*args: str) -> str:
+        proc = subprocess.run([exe, "score", "-m", "moverscore", "-m", "twmd", "-r", "refs.txt", *args, "-f", "json",
+                               "--per-segment"], capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    plain = score("-c", "b.txt")
+    score("-c", "a.txt", "--cache", str(folder))
+    assert len(_entries(folder)) == 6
+    assert score("-c", "b.txt", "--cache", str(folder)) == plain  # the references read from the cache
+    assert len(_entries(folder)) == 9
+    two = json.loads(score("-c", "a.txt", "b.txt", "--cache", str(folder)))
+    assert two["twmd"]["b.txt"]["scores"] == json.loads(plain)["twmd"]["scores"]
+    bad = subprocess.run([exe, "score", "-m", "moverscore", "-r", "refs.txt", "-c", "a.txt", "--cache", "refs.txt"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith("movers score: error: --cache: EmbeddingCache: `folder`")

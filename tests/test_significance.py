@@ -172,8 +172,8 @@ def test_each_system_equals_a_separate_run_and_references_are_encoded_once(monke
     rows = [0]
     forward = modeling_bert.BertModel.forward
 
-    def counted(self, *args, **kwargs):
-        rows[0] += kwargs["input_ids"].shape[0]
+    def counted(self, *args, **kwargs):  # distinct rows: on CPU a lone text runs as two identical rows
+        rows[0] += len({tuple(row.tolist()) for row in kwargs["input_ids"]})
         return forward(self, *args, **kwargs)
 
     separate = {slug: {name: getattr(movers, slug)(hyps, SHORT_REFS) for name, hyps in SHORT.items()}
@@ -187,9 +187,7 @@ def test_each_system_equals_a_separate_run_and_references_are_encoded_once(monke
             mine = got[slug][name]
             assert mine.result.signature == alone.signature
             assert mine.signature == f"{alone.signature}|bs:200|seed:12345"
-            # exact once encoding is batch-invariant
-            assert mine.score == pytest.approx(alone.score, abs=1e-6)
-            np.testing.assert_allclose(mine.result.scores, alone.scores, atol=1e-6, rtol=0)
+            assert mine.score == alone.score and mine.result.scores == alone.scores  # encoding is batch-invariant
         assert got[slug]["base"].p_value is None and got[slug]["base"].interval is not None
         assert all(0 < got[slug][name].p_value <= 1 for name in ("para", "off"))
 
@@ -207,9 +205,7 @@ def test_command_line_several_systems_equal_separate_runs(tmp_path):
         alone = movers.moverscore(hyps, SHORT_REFS)
         entry = out[f"{name}.txt"]
         assert set(entry) == {"score", "signature", "scores"} and entry["signature"] == alone.signature
-        # exact once encoding is batch-invariant
-        assert entry["score"] == pytest.approx(alone.score, abs=1e-6)
-        np.testing.assert_allclose(entry["scores"], alone.scores, atol=1e-6, rtol=0)
+        assert entry["score"] == alone.score and entry["scores"] == alone.scores  # encoding is batch-invariant
 
 
 # ---------------------------------------------------------------------------------- output formats

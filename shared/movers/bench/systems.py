@@ -72,7 +72,7 @@ else:
             scores[name] = fn(systems[name], references, cache=cache_dir).scores
     elif scenario == "one-run":
         result = movers.compare(metric, systems, references, cache=False)
-        scores = {name: result.systems[name][metric].scores for name in names}
+        scores = {name: list(result[metric][name].result.scores) for name in names}
     else:
         module = movers.load(metric)
         for name in names[:int(evaluations)]:

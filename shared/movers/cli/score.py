@@ -257,6 +257,9 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: standard input)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="metric option, repeatable (see below)")
+    p.add_argument("--cache", metavar="DIR", default=None,
+                   help="embedding cache folder: texts embedded by an earlier run are read, not encoded again "
+                        "(default: $MOVERS_CACHE if set; `movers cache info|clear`)")
     p.add_argument("-f", "--format", choices=["text", "json", "tsv", "csv", "latex"], default="text")
     p.add_argument("--per-segment", action="store_true", help="also output one score per hypothesis")
     p.add_argument("--confidence", action="store_true",
@@ -330,12 +333,19 @@ def run(argv: Sequence[str]) -> int:
     verbose = args.progress
     if verbose is None:
         verbose = sys.stderr.isatty() and len(references) * len(slugs) * len(systems) >= PROGRESS_MIN_PAIRS
+    from ..text.embedding_cache import EmbeddingCache, using_cache
+
+    try:  # --cache DIR: the embedding cache of every metric call (MOVERS_CACHE when not given)
+        cache = None if args.cache is None else EmbeddingCache(args.cache)
+    except ValueError as e:
+        raise UsageError(f"--cache: {e}") from None
     if len(systems) > 1 or args.paired_bs or args.paired_ar or args.format == "latex":
-        return _run_systems(args, slugs, systems, references, options, verbose, seed)
+        with using_cache(cache):
+            return _run_systems(args, slugs, systems, references, options, verbose, seed)
     hyp_name, hyps = next(iter(systems.items()))
     from ..core.scope import launched_scoring
 
-    with launched_scoring() as rank:  # under torchrun: each rank scores its shard, statistics all-reduced
+    with launched_scoring() as rank, using_cache(cache):  # under torchrun: each rank scores its shard
         try:
             results = score_texts(slugs, hyps, references, options, verbose=verbose)
         except (TypeError, ValueError) as e:
