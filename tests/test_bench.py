@@ -435,3 +435,26 @@ def test_suite_skips_records_without_a_human_score():
     value, dist = paired_bootstrap(m, [gap], None, "pearson", n_boot=100)
     keep = np.arange(50) != 7
     assert value == pytest.approx(stats.pearsonr(m[keep], h[keep])[0], abs=1e-12) and not np.isnan(dist).any()
+
+
+@pytest.mark.slow
+def test_systems_benchmark_runs_every_scenario(tmp_path, capsys):
+    """The several-systems benchmark on 2 WebNLG systems x 6 inputs: every scenario runs in its own process,
+    its scores are checked equal to scoring one by one (the bench raises otherwise), and the texts encoded
+    follow from the data: one by one, each call encodes its system's outputs and the references; with a
+    cache, the references once."""
+    data_path("webnlg2020_human")
+    from movers.bench.systems import load_systems
+
+    systems, references = load_systems(2, 6)
+    refs = {r for group in references for r in group}
+    per_call = [len(set(outputs) | refs) for outputs in systems.values()]
+    once = len(set().union(*systems.values()) | refs)
+    assert main(["bench", "systems", "--systems", "2", "--inputs", "6", "--evaluations", "2", "--json",
+                 str(tmp_path / "s.json")]) == 0
+    out = capsys.readouterr().out
+    assert "2 systems x 6 inputs" in out and "Scores identical in every scenario" in out
+    rows = json.loads((tmp_path / "s.json").read_text())["rows"]
+    assert rows["one-by-one"]["texts"] == sum(per_call)
+    assert rows["one-by-one-cache"]["texts"] == rows["one-run"]["texts"] == once
+    assert len(rows["evaluations"]["evaluations"]) == 2
