@@ -98,9 +98,10 @@ class EmbeddingOptions:
     unicode: Literal["nfc", "none"] = unicode_option()
     empty_predictions: Literal["worst", "error"] = empty_predictions_option()
     cache: EmbeddingCache | str | os.PathLike | bool | None = option(None, """Embedding cache; runtime only, never
-        changes a score (a text's vectors do not depend on its batch). None (default): the folder named by the
-        MOVERS_CACHE environment variable if set, else none; False: none; a folder path; or a
-        movers.EmbeddingCache (EmbeddingCache() in memory, EmbeddingCache(folder) on disk).""",
+        changes a score (a text's vectors do not depend on its batch). None (default): the cache of the run
+        (movers score --cache DIR, a using_cache block), else the folder named by the MOVERS_CACHE environment
+        variable if set, else none (an evaluate module object passes its own in-memory cache); False: none; a
+        folder path; or a movers.EmbeddingCache (EmbeddingCache() in memory, EmbeddingCache(folder) on disk).""",
                                                                  runtime=True, widget=False, cli=False)
 
 
