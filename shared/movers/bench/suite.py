@@ -10,6 +10,8 @@ set's human criteria (all of them: none is picked by hand) and over groups (lang
 years), with a 95% percentile bootstrap interval over segments (1,000 resamples, resampled within
 groups). The second table gives each setting's difference to the first ``--metric`` with a
 *paired* bootstrap interval (the same resamples for both), which is what a default decision needs.
+The mean over sets gets an interval too: each resample's values averaged over the sets (every set is
+resampled on its own), so the difference of two means has a paired interval as well.
 
 The development suite is for choosing defaults; the validation suite is for the final figures only
 (``--suite validation`` prints a reminder). Scores are cached under ``<out>/scores/`` keyed by set,
@@ -149,6 +151,7 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
     cache = out / "scores"
     cache.mkdir(parents=True, exist_ok=True)
     result: dict = {"suite": suite, "seed": seed, "bootstrap": n_boot, "sets": {}}
+    dists: dict[str, list[np.ndarray]] = {}  # label -> one bootstrap distribution per set, for the mean
     for protocol in protocols:
         data = load_dataset(protocol.spec)
         pick = _sample(len(data.records), protocol.limit, seed)
@@ -189,10 +192,34 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
                 row["delta"] = value - base_value
                 row["delta_ci"] = [float(np.nanpercentile(diff, 2.5)), float(np.nanpercentile(diff, 97.5))]
             entry["metrics"][label] = row
+            dists.setdefault(label, []).append(dist)
             print(f"  {protocol.label}: {label}: {value:.3f} "
                   f"({'cached' if cached else format(saved['seconds'], '.0f') + ' s'})", flush=True)
         result["sets"][protocol.label] = entry
+    if result["sets"]:
+        result["mean"] = _mean_over_sets([label for label, _, _ in parsed], result["sets"], dists)
     return result
+
+
+def _mean_over_sets(labels: list[str], sets: dict, dists: dict[str, list[np.ndarray]]) -> dict:
+    """The mean over sets with a bootstrap interval, and each setting's paired difference to the first.
+
+    Each set is resampled on its own, so averaging the sets' bootstrap distributions resample by resample
+    gives a distribution of the mean over sets; the same resamples serve every setting (paired).
+    """
+    base = np.mean(np.stack(dists[labels[0]]), 0)
+    base_value = float(np.mean([entry["metrics"][labels[0]]["value"] for entry in sets.values()]))
+    out: dict[str, dict] = {}
+    for label in labels:
+        mean = np.mean(np.stack(dists[label]), 0)
+        value = float(np.mean([entry["metrics"][label]["value"] for entry in sets.values()]))
+        row = {"value": value, "ci": [float(np.nanpercentile(mean, 2.5)), float(np.nanpercentile(mean, 97.5))]}
+        if label != labels[0]:
+            diff = mean - base
+            row["delta"] = value - base_value
+            row["delta_ci"] = [float(np.nanpercentile(diff, 2.5)), float(np.nanpercentile(diff, 97.5))]
+        out[label] = row
+    return out
 
 
 def format_tables(result: dict) -> str:
@@ -204,19 +231,25 @@ def format_tables(result: dict) -> str:
     for label in labels:
         rows = [result["sets"][s]["metrics"][label] for s in sets]
         cells = [f"{r['value']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" for r in rows]
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {np.mean([r['value'] for r in rows]):.3f} |")
+        mean = result.get("mean", {}).get(label)
+        tail = f"{mean['value']:.3f} [{mean['ci'][0]:.3f}, {mean['ci'][1]:.3f}]" if mean else \
+            f"{np.mean([r['value'] for r in rows]):.3f}"
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {tail} |")
     if len(labels) > 1:
         lines += ["", f"Difference to `{labels[0]}`, paired 95% bootstrap interval (* = excludes 0):", "",
                   head.replace("| setting |", "| setting |"), "|---|" + "---|" * (len(sets) + 1)]
         for label in labels[1:]:
             rows = [result["sets"][s]["metrics"][label] for s in sets]
-            cells = []
-            for r in rows:
-                lo, hi = r["delta_ci"]
-                star = "*" if lo > 0 or hi < 0 else ""
-                cells.append(f"{r['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]{star}")
-            lines.append(f"| {label} | " + " | ".join(cells) + f" | {np.mean([r['delta'] for r in rows]):+.3f} |")
+            cells = [_delta_cell(r) for r in rows]
+            mean = result.get("mean", {}).get(label)
+            tail = _delta_cell(mean) if mean else f"{np.mean([r['delta'] for r in rows]):+.3f}"
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {tail} |")
     return "\n".join(lines)
+
+
+def _delta_cell(row: dict) -> str:
+    lo, hi = row["delta_ci"]
+    return f"{row['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]" + ("*" if lo > 0 or hi < 0 else "")
 
 
 def main(argv: list[str] | None = None) -> int:
