@@ -160,7 +160,9 @@ def test_readme_space_build_command_after_a_plain_install(install, wheel, tmp_pa
     are packed back into the wheel, which must hold exactly the files of a wheel built from the source."""
     python = _venv_with_our_dependencies(tmp_path / ".venv")
     target = str(REPO) if install == "source" else str(wheel)
-    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--quiet", target],
+    # --ignore-installed: the linked site-packages may hold a movers of the same version (CI's non-editable
+    # install), which pip would otherwise count as installed and skip the wheel
+    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--ignore-installed", "--quiet", target],
                    check=True, cwd=tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     where = subprocess.run([str(python), "-c", "import movers; print(movers.__file__)"], env=env, check=True,
