@@ -165,20 +165,21 @@ def _where(message: str, hyp_name: str, ref_names: list[str]) -> str:
     return message
 
 
+def _metric_kwargs(slugs: Sequence[str], options: dict[str, dict[str, Any]], verbose: bool) -> dict[str, dict]:
+    """Each metric's keyword arguments: its ``--opt`` options, and ``verbose`` where the metric has it."""
+    return {slug: {**options.get(slug, {}),
+                   **({"verbose": verbose} if any(f.name == "verbose" for f in registry.get(slug).options) else {})}
+            for slug in slugs}
+
+
 def score_texts(slugs: Sequence[str], predictions: list[str], references: list[list[str]],
                 options: dict[str, dict[str, Any]], *, verbose: bool = False) -> dict[str, Any]:
-    """Run each metric once on the same texts, sharing one encoder pass; {slug: movers.Scores}."""
-    from ..text.embedding import shared_embeddings
+    """Run each metric once on the same texts, sharing one encoder pass (:func:`movers.compare` with one
+    system); {slug: movers.Scores}."""
+    from ..integrations.compare import compare
 
-    results: dict[str, Any] = {}
-    with shared_embeddings():  # metrics on the same encoder embed each unique text once
-        for slug in slugs:
-            spec = registry.get(slug)
-            kwargs = dict(options.get(slug, {}))
-            if any(f.name == "verbose" for f in spec.options):
-                kwargs["verbose"] = verbose
-            results[slug] = registry.function(spec)(predictions, references, **kwargs)
-    return results
+    comparison = compare(slugs, {"": predictions}, references, metric_options=_metric_kwargs(slugs, options, verbose))
+    return {slug: comparison[slug][""].result for slug in slugs}
 
 
 def _formatter(width: int) -> Callable[[float], str]:
@@ -379,9 +380,7 @@ def _run_systems(args: argparse.Namespace, slugs: list[str], systems: dict[str, 
     from ..integrations.compare import SYSTEM_NOTE, compare
     from .tables import render_comparison
 
-    kwargs = {slug: {**options[slug], **({"verbose": verbose} if any(f.name == "verbose"
-                                                                       for f in registry.get(slug).options)
-                                         else {})} for slug in slugs}
+    kwargs = _metric_kwargs(slugs, options, verbose)
     files = dict(zip(systems, args.cands, strict=True))
     with launched_scoring() as rank:
         try:

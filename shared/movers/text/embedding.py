@@ -31,10 +31,10 @@ from torch import Tensor
 
 from ..core import cache as _cache
 from ..core import progress
-from .embedding_cache import Row, current_cache, using_cache
+from .embedding_cache import Row, current_cache
 
 __all__ = ["DEFAULT_MODEL", "Encoder", "TokenEmbeddings", "EmbeddedText", "load_encoder", "clear_encoder_cache",
-           "load_backbone", "using_cache", "model_fingerprint",
+           "load_backbone", "model_fingerprint",
            "resolve_device", "LayerSpec"]
 
 logger = logging.getLogger("movers")
@@ -220,10 +220,6 @@ class _Backbone:
             self._model = self.load_weights()
         return self._model
 
-    @property
-    def weights_loaded(self) -> bool:
-        return self._model is not None
-
     def with_specials(self, content: Sequence[int]) -> list[int]:
         return [*self.prefix, *content, *self.suffix]
 
@@ -348,6 +344,7 @@ class Encoder:
         self.dtype = dtype
         self.long_texts = long_texts
         self._layer = layer
+        self._namespace: str | None = None
 
     def load(self) -> Encoder:
         """Load the model now and check the layer against it (a bad model or layer fails here); returns self."""
@@ -444,7 +441,13 @@ class Encoder:
     def cache_namespace(self) -> str:
         """What an embedding cache keys this encoder's vectors by, besides the text: a SHA-256 of the model
         files' content fingerprint and name (with revision), the layers and their aggregation, dtype, device
-        type, window and long-text handling, and the torch and transformers versions."""
+        type, window and long-text handling, and the torch and transformers versions. Computed once per
+        encoder (its model is loaded once per process)."""
+        if self._namespace is None:
+            self._namespace = self._cache_facts()
+        return self._namespace
+
+    def _cache_facts(self) -> str:
         import transformers
 
         bb = self.backbone

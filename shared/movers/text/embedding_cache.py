@@ -114,14 +114,15 @@ class EmbeddingCache:
 
     def get(self, namespace: str, texts: Sequence[str]) -> dict[str, Row]:
         """The entries found for `texts` (unique texts as keys); hits move to the front of the LRU order."""
+        unique = list(dict.fromkeys(texts))
         found: dict[str, Row] = {}
-        for text in dict.fromkeys(texts):
+        for text in unique:
             row = self._get_one(namespace, text)
             if row is not None:
                 found[text] = row
         with self._lock:
             self._hits += len(found)
-            self._misses += len(dict.fromkeys(texts)) - len(found)
+            self._misses += len(unique) - len(found)
         return found
 
     def put(self, namespace: str, rows: dict[str, Row]) -> None:
