@@ -460,6 +460,65 @@ def test_suite_skips_records_without_a_human_score():
     assert value == pytest.approx(stats.pearsonr(m[keep], h[keep])[0], abs=1e-12) and not np.isnan(dist).any()
 
 
+def test_suite_system_level_by_hand():
+    """The suite's system level: per-system means of the scores against per-system means of each criterion,
+    the statistic averaged over criteria; inputs are resampled, so a monotone rescaling of the per-system means
+    keeps Spearman's resamples equal (paired)."""
+    from movers.bench.suite import SetProtocol, system_bootstrap
+
+    rng = np.random.default_rng(3)
+    systems, inputs = ["s0", "s1", "s2", "s3", "s4"], [f"d{j}" for j in range(6)]
+    records = [{"system": s, "doc_id": d} for s in systems for d in inputs]
+    m = rng.normal(size=len(records))
+    h1, h2 = m + rng.normal(size=len(records)), rng.normal(size=len(records))
+    protocol = SetProtocol("realsumm", "pearson")  # realsumm's input field: doc_id
+    value, dist = system_bootstrap(m, [h1, h2], records, protocol, n_boot=200, seed=1)
+    means = [np.asarray(x).reshape(5, 6).mean(1) for x in (m, h1, h2)]  # records are system-major
+    by_hand = (np.corrcoef(means[0], means[1])[0, 1] + np.corrcoef(means[0], means[2])[0, 1]) / 2
+    assert value == pytest.approx(by_hand, abs=1e-12) and dist.shape == (200,)
+    spearman = SetProtocol("realsumm", "spearman")
+    v1, d1 = system_bootstrap(m, [h1], records, spearman, n_boot=200, seed=1)
+    assert v1 == pytest.approx(stats.spearmanr(means[0], means[1])[0], abs=1e-12)
+    # a per-system shift that keeps the order of the system means (s0 lowest .. s4 highest by construction)
+    ordered = np.repeat(np.arange(5.0), 6) * 100 + m
+    v2, d2 = system_bootstrap(ordered, [h1], records, spearman, n_boot=200, seed=1)
+    v3, d3 = system_bootstrap(ordered * 3 + 1, [h1], records, spearman, n_boot=200, seed=1)
+    assert v2 == v3 and np.array_equal(d2, d3, equal_nan=True)
+
+
+def test_suite_full_sets_and_system_level_cli(tmp_path, capsys):
+    """--full scores whole sets (STS-B test: 1,379 pairs, not the suite's 500); --level system leaves out the
+    sets without systems and says so, and reuses the segment level's cached scores."""
+    data_path("stsb"), data_path("webnlg2020_human")
+    base = ["bench", "suite", "--suite", "validation", "--set", "stsb:test", "--set", "webnlg2020_human", "--full",
+            "--metric", "sentbleu", "--bootstrap", "50", "--out", str(tmp_path)]
+    assert main(base) == 0
+    saved = json.loads((tmp_path / "suite_validation_full.json").read_text())
+    assert {k: v["n"] for k, v in saved["sets"].items()} == {"stsb:test": 1379, "webnlg2020": 2848}
+    capsys.readouterr()
+    assert main([*base, "--level", "system"]) == 0
+    out = capsys.readouterr().out
+    assert "no systems, left out at the system level: stsb:test" in out and out.count("(cached)") == 1
+    system = json.loads((tmp_path / "suite_validation_full_system.json").read_text())
+    assert list(system["sets"]) == ["webnlg2020"] and system["level"] == "system"
+    # by hand: sentence BLEU's per-system means against each criterion's per-system means (16 systems)
+    from movers.bench.correlation import score_metric
+    from movers.bench.data import load_dataset
+
+    data = load_dataset("webnlg2020_human")
+    bleu = np.asarray(score_metric("sentbleu", [r["hypothesis"] for r in data.records],
+                                   [r["references"] for r in data.records], {}))
+    names = sorted({r["system"] for r in data.records})
+    sys_of = np.array([names.index(r["system"]) for r in data.records])
+    rhos = []
+    for criterion in data.criteria:
+        h = np.asarray(data.human(criterion), float)
+        ok = ~np.isnan(h)
+        rhos.append(stats.spearmanr([bleu[ok & (sys_of == k)].mean() for k in range(16)],
+                                    [h[ok & (sys_of == k)].mean() for k in range(16)])[0])
+    assert system["sets"]["webnlg2020"]["metrics"]["sentbleu"]["value"] == pytest.approx(np.mean(rhos), abs=1e-12)
+
+
 @pytest.mark.slow
 def test_systems_benchmark_runs_every_scenario(tmp_path, capsys):
     """The several-systems benchmark on 2 WebNLG systems x 6 inputs: every scenario runs in its own process,

@@ -17,7 +17,12 @@ The development suite is for choosing defaults; the validation suite is for the 
 (``--suite validation`` prints a reminder). Scores are cached under ``<out>/scores/`` keyed by set,
 subset and the *explicit* metric options (``--no-cache`` recomputes): after a default changes, a cached
 bare ``moverscore`` still holds the old default's scores, so name options explicitly or clear the cache.
-Subsets keep the 2-core CI machine's budget: sizes are in :data:`SUITES` and in the output.
+Subsets keep the 2-core CI machine's budget: sizes are in :data:`SUITES` and in the output; ``--full``
+scores the whole sets instead (the final validation tables).
+
+``--level system`` correlates per-system mean scores with per-system mean human scores, with the bootstrap
+over inputs (:mod:`movers.bench.levels`), on the sets whose records name a system (STS has none: its column
+is left out). The scores are the segment level's (cached), so the second level costs only the bootstrap.
 """
 from __future__ import annotations
 
@@ -28,15 +33,15 @@ import os
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from .correlation import _parse_metric, group_labels, score_metric
+from .correlation import _parse_metric, group_labels, record_layout, score_metric
 from .data import Dataset, load_dataset
-from .levels import rowwise
+from .levels import level_correlations, rowwise
 
 __all__ = ["SetProtocol", "SUITES", "run_suite", "main", "paired_bootstrap"]
 
@@ -121,6 +126,16 @@ def paired_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]],
     return float(np.mean(points)), np.nanmean(np.stack(dists), 0)
 
 
+def system_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]], records: Sequence[dict],
+                     protocol: SetProtocol, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, np.ndarray]:
+    """As :func:`paired_bootstrap` at the system level: per-system means, inputs resampled (within groups);
+    the statistic averaged over criteria. The resamples depend on the layout and seed only (paired)."""
+    layout = record_layout(records, "system", data=protocol.spec, group_by=protocol.group_by)
+    results = [level_correlations(metric, human, layout, n_boot=n_boot, seed=seed) for human in humans]
+    return (float(np.mean([r.point[protocol.statistic] for r in results])),
+            np.nanmean(np.stack([r.boot[protocol.statistic] for r in results]), 0))
+
+
 def _cache_key(protocol: SetProtocol, preprocessing: str, seed: int, name: str, kwargs: dict) -> str:
     blob = json.dumps([protocol.spec, protocol.limit, protocol.refs, preprocessing, seed, name, kwargs],
                       sort_keys=True)
@@ -144,16 +159,25 @@ def _score(name: str, kwargs: dict, preds: list[str], refs: list[list[str]]) -> 
 
 
 def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, out: Path,
-              n_boot: int = 1000, seed: int = 0, use_cache: bool = True, cached_only: bool = False) -> dict:
-    """Score every setting on every set of `suite`; returns (and saves) the figures."""
-    protocols = [p for p in SUITES[suite] if not sets or p.spec in sets or p.spec.split(":")[0] in sets]
+              n_boot: int = 1000, seed: int = 0, use_cache: bool = True, cached_only: bool = False,
+              full: bool = False, level: str = "segment") -> dict:
+    """Score every setting on every set of `suite` (whole sets with `full`); returns (and saves) the figures at
+    `level` ("segment" or "system"; at the system level sets without systems are left out, and listed)."""
+    if level not in ("segment", "system"):
+        raise ValueError(f"suite: `level` must be 'segment' or 'system', got {level!r}.")
+    protocols = [replace(p, limit=None) if full else p
+                 for p in SUITES[suite] if not sets or p.spec in sets or p.spec.split(":")[0] in sets]
     parsed = [_parse_metric(m) for m in metrics]
     cache = out / "scores"
     cache.mkdir(parents=True, exist_ok=True)
-    result: dict = {"suite": suite, "seed": seed, "bootstrap": n_boot, "sets": {}}
+    result: dict = {"suite": suite, "seed": seed, "bootstrap": n_boot, "level": level, "sets": {},
+                    "no_systems": []}
     dists: dict[str, list[np.ndarray]] = {}  # label -> one bootstrap distribution per set, for the mean
     for protocol in protocols:
         data = load_dataset(protocol.spec)
+        if level == "system" and any("system" not in r for r in data.records):
+            result["no_systems"].append(protocol.label)
+            continue
         pick = _sample(len(data.records), protocol.limit, seed)
         records = [data.records[i] for i in pick]
         preds = [r["hypothesis"] for r in records]
@@ -181,8 +205,11 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
                 saved = {"label": label, "name": name, "kwargs": kwargs, "scores": scores, "signature": signature,
                          "seconds": time.perf_counter() - start}
                 path.write_text(json.dumps(saved))
-            value, dist = paired_bootstrap(saved["scores"], humans, groups, protocol.statistic, n_boot=n_boot,
-                                           seed=seed)
+            if level == "system":
+                value, dist = system_bootstrap(saved["scores"], humans, records, protocol, n_boot=n_boot, seed=seed)
+            else:
+                value, dist = paired_bootstrap(saved["scores"], humans, groups, protocol.statistic, n_boot=n_boot,
+                                               seed=seed)
             row = {"value": value, "ci": [float(np.nanpercentile(dist, 2.5)), float(np.nanpercentile(dist, 97.5))],
                    "signature": saved["signature"], "seconds": saved["seconds"]}
             if base_dist is None:
@@ -260,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", help="only these sets (default: the whole suite)")
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--full", action="store_true", help="the whole sets, not the suite's seeded subsets")
+    p.add_argument("--level", choices=["segment", "system"], default="segment",
+                   help="segment (default) or system: per-system means, inputs resampled (sets with systems)")
     p.add_argument("--no-cache", action="store_true")
     p.add_argument("--cached-only", action="store_true", help="tables from cached scores only (skip sets not cached)")
     p.add_argument("--out", default="bench-out/suite")
@@ -269,12 +299,17 @@ def main(argv: list[str] | None = None) -> int:
         print("> note: VALIDATION suite: final figures only, after the defaults are frozen; never for choosing them.\n")
     out = Path(args.out)
     result = run_suite(args.suite, args.metric, sets=args.set, out=out, n_boot=args.bootstrap, seed=args.seed,
-                       use_cache=not args.no_cache, cached_only=args.cached_only)
+                       use_cache=not args.no_cache, cached_only=args.cached_only, full=args.full, level=args.level)
     sizes = ", ".join(f"{s} n={e['n']}" for s, e in result["sets"].items())
-    print(f"\n## {args.suite} suite ({sizes}); p = Pearson, s = Spearman, averaged over criteria and groups; "
-          f"95% bootstrap CI ({args.bootstrap} resamples)\n")
+    how = ("segment level, segments resampled" if args.level == "segment" else
+           "system level (per-system means), inputs resampled")
+    print(f"\n## {args.suite} suite ({sizes}); {how}; p = Pearson, s = Spearman, averaged over criteria and "
+          f"groups; 95% bootstrap CI ({args.bootstrap} resamples)\n")
+    if result["no_systems"]:
+        print(f"> no systems, left out at the system level: {', '.join(result['no_systems'])}\n")
     print(format_tables(result))
-    stem = out / f"suite_{args.suite}"
+    stem = out / (f"suite_{args.suite}" + ("_full" if args.full else "") +
+                  ("" if args.level == "segment" else f"_{args.level}"))
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1))
     print(f"\nsaved {stem}.json")
     return 0
