@@ -540,3 +540,96 @@ def test_systems_benchmark_runs_every_scenario(tmp_path, capsys):
     assert rows["one-by-one"]["texts"] == sum(per_call)
     assert rows["one-by-one-cache"]["texts"] == rows["one-run"]["texts"] == once
     assert len(rows["evaluations"]["evaluations"]) == 2
+
+
+# ---------------------------------------------------------------- issue 22: the final validation tables
+
+def test_validation_rows_come_from_the_declarations():
+    """Rows: BERTScore first, then each metric that declares original_options, at its default and, where the
+    default departs from the original, with the original's settings; `model` reaches only metrics that take an
+    encoder (SMS and S+WMS keep their GloVe vectors)."""
+    from movers.bench.validation import rows
+
+    table = {label: (name, kwargs, of) for label, name, kwargs, of in rows("ENC", 12)}
+    assert next(iter(table)) == "BERTScore F1" and table["BERTScore F1"] == ("bertscore", {"model": "ENC", "layer": 12},
+                                                                               None)
+    assert set(table) == {"BERTScore F1", "MoverScore", "MoverScore original", "SMS", "S+WMS", "TWMD", "LazyEMD",
+                          "LazyEMD original"}
+    assert table["MoverScore original"] == ("moverscore", {"model": "ENC", "reference_aggregation": "mean"},
+                                            "MoverScore")
+    assert table["LazyEMD original"] == ("lazy_emd", {"model": "ENC", "preset": "original"}, "LazyEMD")
+    assert table["SMS"] == ("sms", {}, None) and table["S+WMS"] == ("s_wms", {}, None)
+    assert table["TWMD"] == ("twmd", {"model": "ENC"}, None)
+    assert rows()[0] == ("BERTScore F1", "bertscore", {}, None)
+
+
+def _figure(value, lo, hi, delta=None, dlo=None, dhi=None):
+    row = {"value": value, "ci": [lo, hi]}
+    if delta is not None:
+        row.update(delta=delta, delta_ci=[dlo, dhi])
+    return row
+
+
+def test_validation_render_marks_intervals_and_flips_the_original_pair():
+    """A hand-made run: a difference whose interval excludes 0 gets '*'; the default − original row is the
+    negated (original − default) pair with its interval's ends swapped; the summary picks the best default and
+    says whether its paired interval reaches 0."""
+    from movers.bench.validation import BEGIN, END, render_card, render_summary
+
+    level = {"sets": {"a": {"n": 10, "statistic": "pearson", "metrics": {
+        "BERTScore F1": _figure(0.5, 0.4, 0.6), "M": _figure(0.55, 0.45, 0.65, 0.05, 0.01, 0.09),
+        "M original": _figure(0.45, 0.35, 0.55, -0.05, -0.08, 0.02), "S": _figure(0.3, 0.2, 0.4, -0.2, -0.3, -0.1)}}},
+        "mean": {"BERTScore F1": _figure(0.5, 0.4, 0.6), "M": _figure(0.55, 0.45, 0.65, 0.05, 0.01, 0.09),
+                 "M original": _figure(0.45, 0.35, 0.55, -0.05, -0.08, 0.02),
+                 "S": _figure(0.3, 0.2, 0.4, -0.2, -0.3, -0.1)}, "no_systems": []}
+    pair = {"a": {"delta": -0.1, "delta_ci": [-0.15, -0.04]}, "mean": {"delta": -0.1, "delta_ci": [-0.15, -0.04]}}
+    run = {"encoder": "enc", "model": "bundled", "rows": ["BERTScore F1", "M", "M original", "S"],
+           "originals": {"M original": "M"}, "levels": {"segment": level, "system": level},
+           "default_vs_original": {"segment": {"M": pair}, "system": {"M": pair}}}
+    card = render_card([run], "M")
+    assert card.startswith(BEGIN) and card.endswith(END) and "| S |" not in card
+    assert "| M | enc | 0.550 [0.450, 0.650] | 0.550 [0.450, 0.650] |" in card
+    assert "| M | enc | +0.050 [+0.010, +0.090]* | +0.050 [+0.010, +0.090]* |" in card
+    assert "| M original | enc | -0.050 [-0.080, +0.020] |" in card
+    assert "| M − M original | enc | +0.100 [+0.040, +0.150]* | +0.100 [+0.040, +0.150]* |" in card
+    summary = render_summary([run])
+    assert "| a (p) | enc | 0.500 [0.400, 0.600] | M 0.550 [0.450, 0.650] | +0.050 [+0.010, +0.090]* | yes |" \
+        in summary and "enc 1 of 1 sets" in summary
+
+
+def test_validation_blocks_are_the_saved_figures():
+    """Each validated metric's card and the README hold the blocks rendered from cards/validation/*.json: run
+    `movers bench validation --render cards/validation --write` after a new validation run."""
+    import movers
+    from movers.bench.validation import load_results, render_card, render_summary, sync
+
+    from .conftest import REPO
+
+    runs = load_results(REPO / "cards" / "validation")
+    assert [r["model"] for r in runs][:1] == ["bundled"] and len(runs) >= 2
+    for slug in movers.metrics.slugs():
+        spec = movers.metrics.get(slug)
+        if spec.original_options is not None:
+            card = (REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8")
+            assert sync(card, render_card(runs, spec.title), slug) == card, f"cards/{slug}.md: stale validation block"
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert sync(readme, render_summary(runs), "README") == readme, "README.md: stale validation block"
+
+
+@pytest.mark.slow
+def test_validation_figures_recompute(tmp_path):
+    """The saved MiniLM figures come from this code: STS-B test (1,379 pairs, the cheapest full set) rescored
+    with BERTScore F1 and TWMD gives the saved segment-level values and paired difference."""
+    data_path("stsb")
+    from movers.bench.suite import run_suite
+    from movers.bench.validation import load_results
+
+    from .conftest import REPO
+
+    saved = load_results(REPO / "cards" / "validation")[0]["levels"]["segment"]["sets"]["stsb:test"]["metrics"]
+    fresh = run_suite("validation", ["BERTScore F1:bertscore", "TWMD:twmd"], sets=["stsb:test"], out=tmp_path,
+                      full=True)["sets"]["stsb:test"]["metrics"]
+    for label in ("BERTScore F1", "TWMD"):
+        assert fresh[label]["value"] == pytest.approx(saved[label]["value"], abs=1e-6)
+        assert fresh[label]["ci"] == pytest.approx(saved[label]["ci"], abs=1e-6)
+    assert fresh["TWMD"]["delta_ci"] == pytest.approx(saved["TWMD"]["delta_ci"], abs=1e-6)

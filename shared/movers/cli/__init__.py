@@ -8,6 +8,7 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers register                  register the evaluate modules for bare-name offline loading
     movers bench correlation ...     metric vs human judgments (see movers.bench.correlation)
     movers bench suite ...           settings over every development / validation set (movers.bench.suite)
+    movers bench validation ...      the final validation tables: full sets, both levels, vs BERTScore
     movers bench speed ...           side-by-side timings (vs the original where there is one; --generic: any metric)
     movers bench baselines ...       recompute the shipped rescaling baselines (movers/data/baselines.json)
     movers bench scale ...           peak memory vs corpus size, throughput with 1 and 2 processes
@@ -94,10 +95,11 @@ def _bench(argv: list[str]) -> int:
 
         return run_baselines(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "suite", "scale",
-                                                                  "systems"):
-        print("usage: movers bench {speed,correlation,suite,scale,systems,baselines} [options]\n"
+                                                                  "systems", "validation"):
+        print("usage: movers bench {speed,correlation,suite,validation,scale,systems,baselines} [options]\n"
               "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
               "  movers bench suite --suite {dev,validation} --metric SLUG[=JSON] [...]\n"
+              "  movers bench validation [--model DIR --encoder NAME] | --render DIR [--write]\n"
               "  movers bench speed --metric SLUG [options of that benchmark]   (vs the original)\n"
               "  movers bench speed --generic --metric SLUG [...] [--against DIR]   (time, memory, floor)\n"
               "  movers bench scale [options]   (peak memory vs corpus size, throughput)\n"
@@ -125,6 +127,10 @@ def _bench(argv: list[str]) -> int:
         from ..bench.suite import main as run_suite
 
         return run_suite(rest)
+    if kind == "validation":
+        from ..bench.validation import main as validation
+
+        return validation(rest)
     from .. import metrics as registry
 
     if "--generic" in rest:  # time and peak memory of any metric, beside the encoder floor (and other trees)

@@ -124,6 +124,10 @@ class MetricSpec(ABC, Generic[OptionsT]):
     space_examples: ClassVar[tuple[Example, ...]] = ()
     bench_options: ClassVar[Mapping[str, Any]] = {}
     """The options the speed and scale benches run with (the call-level statistics switched on)."""
+    original_options: ClassVar[Mapping[str, Any] | None] = None
+    """The options that restore the original implementation's settings where the default departs from them
+    (``{}``: the default is the original's). ``movers bench validation`` scores the default and, when this is
+    not empty, the original's settings beside it; None leaves the metric out of the validation tables."""
     exports: ClassVar[Mapping[str, Any]] = {}
     """Public names of the metric file (``movers.<name>``), e.g. a table class to fit."""
 

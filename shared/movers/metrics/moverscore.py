@@ -205,6 +205,7 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
     reference_urls = ("https://aclanthology.org/D19-1053",)
     rescalable = True
     bench_options = {"idf": True}
+    original_options = {"reference_aggregation": "mean"}  # the original scores one reference; its README averages
     scores_doc = "one score per segment, in input order; higher is better"
     outputs = (Output("distances", "list of float", """the earth mover's distance per segment (for several
                       references the mean, or the min with "max")."""),)

