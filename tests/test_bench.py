@@ -284,6 +284,28 @@ def test_correlation_cli_counts_skipped_records(tmp_path, capsys, monkeypatch):
     assert saved["counts"]["quality"]["skipped"] == 1 and saved["counts"]["quality"]["units"] == {"all": 11}
 
 
+def test_correlation_negates_distances_so_every_row_reads_the_same_way(tmp_path, capsys, monkeypatch):
+    """Lazy-EMD is a distance: the bench correlates its negation (higher = better, as bench suite does), so its r
+    has the sign of a similarity's and a paired difference to BERTScore compares like with like. The scores
+    saved are minus movers.lazy_emd's own."""
+    import movers
+
+    monkeypatch.setenv("MOVERS_DATA", str(_toy(tmp_path, [[1, 2, 3], [2, 4, 1], [5, 3, 2], [6, 4, 5]])))
+    out = tmp_path / "out"
+    assert main(["bench", "correlation", "--data", "toy", "--metric", "lazy_emd", "--metric", "sentbleu",
+                 "--bootstrap", "20", "--out", str(out)]) == 0
+    assert "distances negated (higher = better), so every correlation reads the same way: lazy_emd." in \
+        capsys.readouterr().out
+    saved = json.loads((out / "correlation_toy.json").read_text())
+    data = load_dataset("toy")
+    raw = movers.lazy_emd([r["hypothesis"] for r in data.records], [r["references"] for r in data.records]).scores
+    assert saved["negated"] == ["lazy_emd"] and saved["scores"]["lazy_emd"] == [-x for x in raw]
+    assert saved["scores"]["sentbleu"][0] >= 0  # a similarity is left as it is
+    human = data.human("quality")
+    assert saved["correlations"]["quality"]["lazy_emd"]["pearson"][0] == pytest.approx(
+        -stats.pearsonr(raw, human)[0], abs=1e-12)
+
+
 def test_baselines_give_empty_outputs_the_worst_value():
     from movers.bench.correlation import score_metric
 

@@ -9,8 +9,10 @@ Each ``--metric`` is a movers module slug or a baseline (``sentbleu``: sacreBLEU
 ``bertscore``: bert-score F1 on the same encoder and layer; ``rougeL``: rouge-score F), optionally
 followed by ``=<JSON kwargs>``. Every output is scored: an empty one gets the metric's worst value
 (a movers module's ``empty_predictions="worst"``; 0 for the baselines, :data:`BASELINE_WORST`), and
-the count is printed. Pearson, Spearman and Kendall are computed at ``--level`` (segment, system or
-summary; :mod:`movers.bench.levels`), per group with ``--group-by`` and then averaged, as WMT reports
+the count is printed. A distance (Lazy-EMD) is negated, so that higher is better for every row and its
+correlations and paired differences read like the others' (listed in the output and the JSON). Pearson,
+Spearman and Kendall are computed at ``--level`` (segment, system or summary; :mod:`movers.bench.levels`),
+per group with ``--group-by`` and then averaged, as WMT reports
 per language pair; 95% percentile bootstrap CIs resample segments (segment level) or inputs (system and
 summary levels), within groups. Records without a human score for a criterion are skipped for it and
 counted. ``--compare-to METRIC`` adds each metric's difference to METRIC with a paired interval (the
@@ -81,9 +83,20 @@ empty candidate's F1 to 0 itself, but first calls a tokenizer method that transf
 (``build_inputs_with_special_tokens``), so empty outputs never reach it."""
 
 
+def negated(name: str) -> bool:
+    """Whether `name` is a movers distance (lower is better), whose scores the bench negates so that every
+    correlation reads the same way: higher = closer to the human judgments (as ``bench suite`` does)."""
+    if name in BASELINES:
+        return False
+    from .. import metrics as registry
+
+    return not registry.get(name).higher_is_better
+
+
 def score_metric(name: str, preds: list[str], refs: list[list[str]], kwargs: dict) -> list[float]:
     """Per-segment scores of a movers module (via movers.load) or a baseline; an empty or whitespace-only
-    output gets the worst value (:data:`BASELINE_WORST`; a movers module's own, ``empty_predictions="worst"``)."""
+    output gets the worst value (:data:`BASELINE_WORST`; a movers module's own, ``empty_predictions="worst"``).
+    The scores are as the metric gives them: distances are not negated here (see :func:`negated`)."""
     if name in BASELINES:
         empty = {i for i, p in enumerate(preds) if is_empty(p)}
         keep = [i for i in range(len(preds)) if i not in empty]
@@ -306,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             scores[label] = score_metric(name, preds, refs, kwargs)
+            if negated(name):  # a distance: higher = better, so its r has the sign of the others'
+                scores[label] = [0.0 - x for x in scores[label]]
         timing[label] = time.perf_counter() - start
         for w in {str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)}:
             logger.warning("%s: %s", label, w)
@@ -319,6 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"## {args.data}: {len(records)} items, refs={args.refs}, {args.level} level"
           + (f", per {args.group_by} then averaged" if args.group_by else "")
           + f", 95% bootstrap CI ({args.bootstrap} resamples), preprocessing: {data.preprocessing}\n")
+    flipped = [label for label, name, _ in specs if negated(name)]
+    if flipped:
+        print(f"> distances negated (higher = better), so every correlation reads the same way: "
+              f"{', '.join(flipped)}.\n")
     if empty:
         ids = ", ".join(str(records[i].get("id")) for i in empty[:5])
         given = ", ".join(f"{label} {value:g}" for label, value in worst.items())
@@ -368,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         "input_field": None if layout.inputs is None else (args.input_field or INPUT_FIELDS[args.data.split(":")[0]]),
         "preprocessing": data.preprocessing, "group_by": args.group_by, "bootstrap": args.bootstrap,
         "seed": args.seed, "counts": counts, "empty_outputs": empty_outputs, "correlations": summary,
-        "compare_to": base, "paired": paired_all, "per_group_pearson": per_group,
+        "compare_to": base, "paired": paired_all, "per_group_pearson": per_group, "negated": flipped,
         "seconds": timing, "scores": scores}, indent=1))
     print(f"saved {out / stem}_*.png and {out / stem}.json")
     return 0
