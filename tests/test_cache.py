@@ -170,6 +170,56 @@ def test_an_evaluate_module_embeds_repeated_references_once(monkeypatch):
     assert len(embedded) - before == 6  # off when asked
 
 
+@pytest.mark.parametrize("surface", ["torchmetrics", "reward"])
+def test_torchmetrics_and_reward_objects_embed_repeated_references_once(surface, monkeypatch):
+    """A Lightning metric's epochs and a TRL reward's steps meet the same references again: like an evaluate
+    module, each object keeps an in-memory cache (reset() keeps it; not pickled), and its scores are those of
+    one fresh call."""
+    import copy
+    import pickle
+
+    monkeypatch.delenv("MOVERS_CACHE", raising=False)
+    embedded: list[str] = []
+    original = Encoder._embed
+
+    def counting(self, texts, **kwargs):
+        embedded.extend(texts)
+        return original(self, texts, **kwargs)
+
+    monkeypatch.setattr(Encoder, "_embed", counting)
+    if surface == "torchmetrics":
+        from movers.torchmetrics import MoverScore
+
+        def make(**options):
+            return MoverScore(**options)
+
+        def score(obj, preds):
+            obj.reset()
+            obj.update(preds, REFS)
+            obj.compute()
+            return obj.result.scores
+    else:
+        def make(**options):
+            return movers.reward("moverscore", **options)
+
+        def score(obj, preds):
+            return obj(preds, reference=REFS)
+
+    obj = make()
+    first = score(obj, PREDS)
+    n_first = len(embedded)
+    second = score(obj, OTHER)
+    assert n_first == 6 and len(embedded) - n_first == 3  # only the new predictions
+    fresh = movers.moverscore(PREDS, REFS, cache=False).scores, movers.moverscore(OTHER, REFS, cache=False).scores
+    assert (list(first), list(second)) == (list(fresh[0]), list(fresh[1]))
+    assert copy.deepcopy(obj)._movers_cache is None and pickle.loads(pickle.dumps(obj))._movers_cache is None
+    off = make(cache=False)
+    before = len(embedded)
+    score(off, PREDS)
+    score(off, PREDS)
+    assert len(embedded) - before == 12 and off._movers_cache is None  # off when asked
+
+
 def test_an_unwritable_folder_is_read_only_with_one_warning(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

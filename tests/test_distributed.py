@@ -102,6 +102,31 @@ def test_command_under_torchrun_equals_the_api(tmp_path):
     assert out["signature"] == want.signature
 
 
+@pytest.mark.slow
+def test_several_systems_with_a_paired_test_under_torchrun(tmp_path):
+    """`movers score -c A B C --paired-bs` under torchrun: every rank scores its shard of each system and rank 0
+    prints one table, equal to movers.compare in one process: scores to float32 rounding (the ranks run one
+    thread each; the token vectors are the same bits with 1 or 2 threads, the transport's arithmetic is not,
+    ~2e-8 here), the same seeded resamples and so the same p-values."""
+    import movers
+
+    refs = ["A cat was sitting on the mat.", "The fast brown fox leaped.", "She went home early.", "More rain."] * 4
+    systems = {"base.txt": ["The cat sat on the mat.", "A quick brown fox.", "He went home.", "Rain again."] * 4,
+               "para.txt": ["A cat sat on a mat.", "The brown fox jumped.", "She left early.", "It rains more."] * 4,
+               "off.txt": ["Stocks fell.", "The committee met.", "I will call.", "Weather is nice."] * 4}
+    for name, lines in [*systems.items(), ("refs.txt", refs)]:
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = _torchrun("-m", "movers", "score", "-m", "moverscore", "-r", "refs.txt", "-c", *systems,
+                    "--paired-bs", "--paired-bs-n", "200", "-f", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout)["moverscore"]  # rank 0 prints, rank 1 does not (one JSON document)
+    want = movers.compare("moverscore", systems, refs, paired_bs=True, paired_bs_n=200)["moverscore"]
+    assert list(got) == list(systems)
+    for name in systems:
+        assert abs(got[name]["score"] - want[name].score) <= TOL and got[name]["signature"] == want[name].signature
+    assert [got[n]["p_value"] for n in ("para.txt", "off.txt")] == [want[n].p_value for n in ("para.txt", "off.txt")]
+
+
 @pytest.mark.parametrize("n,world,multiple", [(400, 2, 1), (400, 2, 32), (7, 3, 1), (5, 4, 2), (1, 2, 1), (0, 2, 3)])
 def test_shards_cover_the_call_in_order(n, world, multiple):
     bounds = [shard_bounds(n, world, r, multiple) for r in range(world)]

@@ -49,6 +49,11 @@ def test_stream_equals_one_call(metric, options):
     if metric == "delta_bleu":  # a corpus statistic, not a mean of segments
         assert stream.extra["counts"] == pytest.approx(full.extra["counts"], abs=1e-9)
         assert stream.score != pytest.approx(sum(stream.scores) / len(stream.scores), abs=1e-3)
+        # the per-segment sufficient statistics (paired tests, intervals) are one call's, block by block
+        assert stream.statistics is not None and len(stream.statistics) == N
+        assert [list(row) for row in stream.statistics] == [list(row) for row in full.statistics]
+    else:
+        assert stream.statistics is None and full.statistics is None
 
 
 def test_stream_reads_a_dataset_by_columns():

@@ -37,7 +37,7 @@ from ..core import validation as v
 from ..core.options import type_text
 from ..core.spec import MetricSpec
 from ..pipeline.call import signature_of
-from ..text.embedding_cache import CACHE_ENV, EmbeddingCache
+from ..text.embedding_cache import object_cache_options
 
 logger = logging.getLogger("movers")
 
@@ -45,9 +45,6 @@ __all__ = ["MoversMetric", "module_class", "evaluate_module", "text_features", "
            "configurations", "corpus_config", "CORPUS"]
 
 
-MODULE_CACHE_BYTES = 256 * 2**20
-"""The bound of a module object's in-memory embedding cache (``cache=False`` in ``compute`` turns it off;
-``MOVERS_CACHE`` or ``cache=<folder>`` uses a folder instead)."""
 
 
 class MoversMetric(evaluate.Metric):
@@ -64,8 +61,9 @@ class MoversMetric(evaluate.Metric):
     cannot be written (read-only, full or broken ``HF_HOME``) makes the object keep added examples in memory.
 
     Embeddings: the object keeps the token vectors of the texts it scored in an in-memory cache of at most
-    :data:`MODULE_CACHE_BYTES` (least recently used first out), so that a training loop's repeated ``compute``
-    calls embed the same references once; scores are identical with and without it (``cache=False``).
+    :data:`~movers.text.embedding_cache.OBJECT_CACHE_BYTES` (least recently used first out), so that a
+    training loop's repeated ``compute`` calls embed the same references once; scores are identical with and
+    without it (``cache=False``).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -78,13 +76,11 @@ class MoversMetric(evaluate.Metric):
         state.pop("_movers_cache", None)
         return state
 
-    def _movers_memory_cache(self) -> EmbeddingCache:
-        """The object's own in-memory embedding cache (:data:`MODULE_CACHE_BYTES`): repeated ``compute`` calls
-        of one object (a training loop's evaluations) embed the same references once."""
+    def _movers_cache_options(self, options: dict[str, Any], takes_cache: bool) -> dict[str, Any]:
+        """`options` with the object's own in-memory embedding cache (:func:`object_cache_options`): repeated
+        ``compute`` calls of one object (a training loop's evaluations) embed the same references once."""
         with self._movers_lock:
-            if getattr(self, "_movers_cache", None) is None:
-                self._movers_cache = EmbeddingCache(max_bytes=MODULE_CACHE_BYTES)
-            return self._movers_cache
+            return object_cache_options(self, options, takes_cache=takes_cache)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -335,8 +331,7 @@ def module_class(metric: str | MetricSpec) -> type:
                 codebase_urls=list(spec.codebase_urls), reference_urls=list(spec.reference_urls))
 
         def _compute(self, predictions: Any, references: Any, **options: Any) -> dict[str, Any]:
-            if cached and "cache" not in options and not os.environ.get(CACHE_ENV):
-                options["cache"] = self._movers_memory_cache()
+            options = self._movers_cache_options(options, cached)
             result = function(predictions, references, **options).to_dict()
             if self.config_name == CORPUS or self.config_name.endswith(f"-{CORPUS}"):
                 self.last_signature = result["signature"]  # the scalars' signature (a string is not resampled)

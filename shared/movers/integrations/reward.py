@@ -14,6 +14,7 @@ from typing import Any
 from .. import metrics as registry
 from ..core.spec import MetricSpec
 from ..pipeline.call import make_options
+from ..text.embedding_cache import object_cache_options
 
 __all__ = ["reward", "Reward"]
 
@@ -40,7 +41,11 @@ class Reward:
     """A movers metric as a TRL reward function; build it with :func:`reward`.
 
     Calling it scores all completions of the batch in one metric call (the encoder is loaded once per
-    process and reused); empty or whitespace-only completions get :attr:`worst` without being scored.
+    process and reused); empty or whitespace-only completions get :attr:`worst` without being scored. The
+    object keeps the token vectors it computed in an in-memory cache
+    (:data:`~movers.text.embedding_cache.OBJECT_CACHE_BYTES`), so a prompt's references, met again with every
+    group of completions and every epoch, are embedded once; ``cache=False`` turns it off, rewards are
+    identical.
     """
 
     def __init__(self, metric: str | MetricSpec, *, reference_column: str, options: dict[str, Any]) -> None:
@@ -61,6 +66,8 @@ class Reward:
         self.__name__ = f"movers_{self.metric}"  # TRL logs rewards under the callable's name
         self.worst = float(self.spec.reward(self._resolved, self.spec.worst(self._resolved)["scores"]))
         self.signature: str | None = None
+        self._takes_cache = any(f.name == "cache" for f in self.spec.options)
+        self._movers_cache = None
 
     def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float]:
         if self.reference_column not in kwargs:
@@ -76,7 +83,8 @@ class Reward:
         keep = [i for i, t in enumerate(texts) if t.strip()]
         rewards = [self.worst] * len(texts)
         if keep:
-            result = self._function([texts[i] for i in keep], [references[i] for i in keep], **self.options)
+            options = object_cache_options(self, self.options, takes_cache=self._takes_cache)
+            result = self._function([texts[i] for i in keep], [references[i] for i in keep], **options)
             self.signature = str(result.signature)
             values = [self.spec.reward(self._resolved, s) for s in result.scores]
             if any(not math.isfinite(v) for v in values):
@@ -85,6 +93,9 @@ class Reward:
             for i, value in zip(keep, values, strict=False):
                 rewards[i] = float(value)
         return rewards
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_movers_cache": None}  # the in-memory cache stays in its process
 
     def __repr__(self) -> str:
         return f"movers.reward({self.metric!r}, reference_column={self.reference_column!r}, **{self.options!r})"

@@ -10,7 +10,9 @@ One class per registered metric (``MoverScore``, ``SMS``, ``S_WMS``, ``WMS``, ``
 ``DeltaBLEU``; ``TextMetric("<slug>", **options)`` for any). ``update(preds, target)`` takes a batch of
 strings and, per prediction, a reference string or a list of them; ``compute()`` scores everything updated
 since the last ``reset()`` in one movers call and returns the corpus score as a float64 scalar tensor
-(``result`` holds the per-segment scores and the signature).
+(``result`` holds the per-segment scores and the signature). The object keeps the token vectors it computed in
+an in-memory cache (:data:`~movers.text.embedding_cache.OBJECT_CACHE_BYTES`; ``reset()`` keeps it), so each
+epoch's validation embeds the same references once; ``cache=False`` turns it off, scores are identical.
 
 Under DDP (torch.distributed, e.g. Lightning's ``strategy="ddp"``) torchmetrics syncs tensors only, so the
 texts travel as UTF-8 bytes in ``uint8`` states (with their lengths), gathered by torchmetrics' own sync.
@@ -47,6 +49,7 @@ from ..core.result import Scores
 from ..core.scope import distributed_scoring
 from ..core.spec import MetricSpec
 from ..pipeline.call import make_options
+from ..text.embedding_cache import object_cache_options
 
 __all__ = ["TextMetric", "metric_class"]
 
@@ -85,6 +88,8 @@ class TextMetric(torchmetrics.Metric):
         self.spec.resolve(make_options(self.spec, self.options))  # unknown options fail here, not at compute
         self.share_scoring = bool(share_scoring)
         self._function = registry.function(self.spec)
+        self._takes_cache = any(f.name == "cache" for f in self.spec.options)
+        self._movers_cache = None
         self.result: Scores | None = None
         self.add_state("text_bytes", default=[], dist_reduce_fx="cat")      # uint8: UTF-8 of every text
         self.add_state("text_lengths", default=[], dist_reduce_fx="cat")    # int64: bytes per text
@@ -130,13 +135,19 @@ class TextMetric(torchmetrics.Metric):
         scalar tensor. The full :class:`~movers.core.result.Scores` is kept in :attr:`result`."""
         preds, refs, weights = self._corpus()
         call = {"reference_weights": weights} if weights is not None else {}
+        options = object_cache_options(self, self.options, takes_cache=self._takes_cache)
         if self.share_scoring and self._is_synced and _world(self.process_group) > 1:
             with distributed_scoring(self.process_group):
-                result = self._function(preds, refs, **call, **self.options)
+                result = self._function(preds, refs, **call, **options)
         else:
-            result = self._function(preds, refs, **call, **self.options)
+            result = self._function(preds, refs, **call, **options)
         self.result = result
         return torch.tensor(result.score, dtype=torch.float64)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state["_movers_cache"] = None  # the in-memory cache is the process's own: not pickled or deep-copied
+        return state
 
     def _corpus(self) -> tuple[list[str], list[list[str]], list[list[float]] | None]:
         """The updated segments (every rank's after a sync), in dataset order without repeats when indexed."""

@@ -233,4 +233,8 @@ def _combine(spec: MetricSpec, o: Any, results: list[Scores]) -> Scores:
     extra.update({k: v for k, v in segments.items() if k != "scores"})
     if empty:
         extra["empty_predictions"] = empty
-    return Scores(score=score_value, scores=segments["scores"], signature=signature, extra=extra)
+    # per-segment sufficient statistics (ΔBLEU), for paired tests and intervals on a streamed corpus
+    statistics = [row for r in results for row in r.statistics or ()] \
+        if all(r.statistics is not None for r in results) else None
+    return Scores(score=score_value, scores=segments["scores"], signature=signature, extra=extra,
+                  statistics=statistics)

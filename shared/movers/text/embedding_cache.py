@@ -29,7 +29,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 __all__ = ["EmbeddingCache", "CacheInfo", "Row", "CACHE_ENV", "DEFAULT_MEMORY_BYTES", "DEFAULT_DISK_BYTES",
-           "resolve_cache", "using_cache", "current_cache"]
+           "resolve_cache", "using_cache", "current_cache", "OBJECT_CACHE_BYTES", "object_cache_options"]
 
 CACHE_ENV = "MOVERS_CACHE"
 """Environment variable naming a cache folder used when a call passes no ``cache``."""
@@ -358,6 +358,25 @@ def using_cache(cache: EmbeddingCache | None) -> Iterator[None]:
 
 def current_cache() -> EmbeddingCache | None:
     return _CURRENT.get()
+
+
+OBJECT_CACHE_BYTES = 256 * 2**20
+"""The bound of the in-memory cache a long-lived scoring object keeps: an evaluate module object, a
+``movers.torchmetrics`` metric, a ``movers.reward`` (least recently used first out)."""
+
+
+def object_cache_options(holder: Any, options: Mapping[str, Any], *, takes_cache: bool) -> dict[str, Any]:
+    """`options` with ``cache=`` the holder's own in-memory cache (made on first use, kept as
+    ``holder._movers_cache``), so that a training loop's repeated evaluations embed the same references once.
+    Left as they are when the metric has no ``cache`` option, the caller set ``cache`` (False: off), or
+    ``MOVERS_CACHE`` names a folder. Scores are identical either way."""
+    if not takes_cache or "cache" in options or os.environ.get(CACHE_ENV):
+        return dict(options)
+    cache = getattr(holder, "_movers_cache", None)
+    if cache is None:
+        cache = EmbeddingCache(max_bytes=OBJECT_CACHE_BYTES)
+        holder._movers_cache = cache
+    return {**options, "cache": cache}
 
 
 def resolve_cache(name: str, cache: Any) -> EmbeddingCache | None:
