@@ -511,7 +511,7 @@ def test_suite_system_level_by_hand():
 def test_suite_full_sets_and_system_level_cli(tmp_path, capsys):
     """--full scores whole sets (STS-B test: 1,379 pairs, not the suite's 500); --level system leaves out the
     sets without systems and says so, and reuses the segment level's cached scores."""
-    data_path("stsb"), data_path("webnlg2020_human")
+    data_path("stsb"), data_path("webnlg2020_human"), data_path("bagel")
     base = ["bench", "suite", "--suite", "validation", "--set", "stsb:test", "--set", "webnlg2020_human", "--full",
             "--metric", "sentbleu", "--bootstrap", "50", "--out", str(tmp_path)]
     assert main(base) == 0
@@ -523,6 +523,11 @@ def test_suite_full_sets_and_system_level_cli(tmp_path, capsys):
     assert "no systems, left out at the system level: stsb:test" in out and out.count("(cached)") == 1
     system = json.loads((tmp_path / "suite_validation_full_system.json").read_text())
     assert list(system["sets"]) == ["webnlg2020"] and system["level"] == "system"
+    capsys.readouterr()
+    # BAGEL has 2 systems: two system means always correlate ±1, so the set is left out, and said so
+    assert main(["bench", "suite", "--set", "bagel", "--metric", "sentbleu", "--level", "system", "--bootstrap", "20",
+                 "--out", str(tmp_path)]) == 0
+    assert "fewer than 4 systems, left out at the system level: bagel" in capsys.readouterr().out
     # by hand: sentence BLEU's per-system means against each criterion's per-system means (16 systems)
     from movers.bench.correlation import score_metric
     from movers.bench.data import load_dataset

