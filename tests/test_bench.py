@@ -643,6 +643,22 @@ def test_validation_blocks_are_the_saved_figures():
     assert sync(readme, render_summary(runs), "README") == readme, "README.md: stale validation block"
 
 
+def test_validation_plot_draws_every_encoder(tmp_path):
+    """The README's picture comes from the saved figures: one panel per encoder (drawn afresh here; the committed
+    PNG is rewritten by `--render --write`)."""
+    from PIL import Image
+
+    from movers.bench.validation import PLOT, load_results, render_plot
+
+    from .conftest import REPO
+
+    runs = load_results(REPO / "cards" / "validation")
+    render_plot(runs, tmp_path / PLOT)
+    with Image.open(tmp_path / PLOT) as fresh, Image.open(REPO / "cards" / PLOT) as committed:
+        assert fresh.size == committed.size and fresh.size[0] > 500 * len(runs)
+    assert f"](cards/{PLOT})" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
 @pytest.mark.slow
 def test_validation_figures_recompute(tmp_path):
     """The saved MiniLM figures come from this code: STS-B test (1,379 pairs, the cheapest full set) rescored

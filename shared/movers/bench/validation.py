@@ -28,12 +28,15 @@ from typing import Any
 from .. import metrics as registry
 from .suite import run_suite
 
-__all__ = ["rows", "run_validation", "render_card", "render_summary", "main", "BEGIN", "END", "BASE", "LEVELS"]
+__all__ = ["rows", "run_validation", "render_card", "render_summary", "render_plot", "main", "BEGIN", "END", "BASE",
+           "LEVELS", "PLOT"]
 
 BASE = "BERTScore F1"
 LEVELS = ("segment", "system")
 BEGIN = "<!-- validation: generated from cards/validation/*.json by `movers bench validation --render` -->"
 END = "<!-- /validation -->"
+PLOT = "validation.png"
+"""The picture `--render --write` draws beside the cards (the README shows it)."""
 
 
 def rows(model: str | None = None, layers: int | None = None) -> list[tuple[str, str, dict, str | None]]:
@@ -199,6 +202,42 @@ def render_summary(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def render_plot(runs: list[dict], path: Path) -> None:
+    """One panel per encoder: each default's segment-level difference to BERTScore F1 per validation set, with
+    its paired 95% interval (a point right of 0 is better than BERTScore on that set)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sets = list(runs[0]["levels"]["segment"]["sets"])
+    defaults = [label for label in runs[0]["rows"] if label != BASE and label not in runs[0]["originals"]]
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 0.5 + 0.42 * len(sets) * len(defaults) / 2),
+                             sharey=True, squeeze=False)
+    colors = plt.get_cmap("tab10").colors
+    for ax, run in zip(axes[0], runs, strict=True):
+        figures = run["levels"]["segment"]["sets"]
+        for k, label in enumerate(defaults):
+            for j, name in enumerate(sets):
+                row = figures[name]["metrics"][label]
+                y = j * (len(defaults) + 1) + k
+                lo, hi = row["delta_ci"]
+                ax.errorbar(row["delta"], y, xerr=[[row["delta"] - lo], [hi - row["delta"]]], fmt="o", ms=3,
+                            color=colors[k % len(colors)], label=label if j == 0 else None, capsize=2, lw=1)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_title(f"{run['encoder']}: metric − BERTScore F1\n(segment level, paired 95% interval)", fontsize=8)
+        ax.set_yticks([j * (len(defaults) + 1) + (len(defaults) - 1) / 2 for j in range(len(sets))])
+        ax.set_yticklabels([f"{n} ({figures[n]['statistic'][0]})" for n in sets], fontsize=7)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].invert_yaxis()  # the axes share y: inverting each would undo it
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(defaults), fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
 def sync(text: str, block: str, where: str) -> str:
     """`text` with its validation block replaced by `block` (a clear error when it has none)."""
     pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
@@ -233,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote {path}")
             else:
                 print(f"## {path}\n\n{block}\n")
+        if args.write:
+            render_plot(runs, repo / "cards" / PLOT)
+            print(f"wrote {repo / 'cards' / PLOT}")
         return 0
     print("> note: VALIDATION sets: final figures only, after the defaults are frozen; never for choosing them.\n")
     out = Path(args.out)
