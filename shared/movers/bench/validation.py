@@ -214,7 +214,7 @@ def render_plot(runs: list[dict], path: Path) -> None:
     defaults = [label for label in runs[0]["rows"] if label != BASE and label not in runs[0]["originals"]]
     fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 0.5 + 0.42 * len(sets) * len(defaults) / 2),
                              sharey=True, squeeze=False)
-    colors = plt.get_cmap("tab10").colors
+    colors = [plt.get_cmap("tab10")(i) for i in range(10)]
     for ax, run in zip(axes[0], runs, strict=True):
         figures = run["levels"]["segment"]["sets"]
         for k, label in enumerate(defaults):
