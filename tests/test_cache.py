@@ -149,16 +149,23 @@ def test_the_cache_obeys_its_size_bound(tmp_path):
     assert memory.info().bytes <= memory.max_bytes and 0 < memory.info().entries < len(texts)
 
 
-def test_an_evaluate_module_embeds_repeated_references_once(monkeypatch):
-    module = movers.load("moverscore")
-    embedded: list[str] = []
+@pytest.fixture()
+def embedded(monkeypatch) -> list[str]:
+    """The texts the encoder embeds from here on (no MOVERS_CACHE folder, so only an object's own cache counts)."""
+    monkeypatch.delenv("MOVERS_CACHE", raising=False)
+    texts: list[str] = []
     original = Encoder._embed
 
-    def counting(self, texts, **kwargs):
-        embedded.extend(texts)
-        return original(self, texts, **kwargs)
+    def counting(self, batch, **kwargs):
+        texts.extend(batch)
+        return original(self, batch, **kwargs)
 
     monkeypatch.setattr(Encoder, "_embed", counting)
+    return texts
+
+
+def test_an_evaluate_module_embeds_repeated_references_once(embedded):
+    module = movers.load("moverscore")
     first = module.compute(predictions=PREDS, references=REFS)
     n_first = len(embedded)
     second = module.compute(predictions=OTHER, references=REFS)
@@ -171,22 +178,13 @@ def test_an_evaluate_module_embeds_repeated_references_once(monkeypatch):
 
 
 @pytest.mark.parametrize("surface", ["torchmetrics", "reward"])
-def test_torchmetrics_and_reward_objects_embed_repeated_references_once(surface, monkeypatch):
+def test_torchmetrics_and_reward_objects_embed_repeated_references_once(surface, embedded):
     """A Lightning metric's epochs and a TRL reward's steps meet the same references again: like an evaluate
     module, each object keeps an in-memory cache (reset() keeps it; not pickled), and its scores are those of
     one fresh call."""
     import copy
     import pickle
 
-    monkeypatch.delenv("MOVERS_CACHE", raising=False)
-    embedded: list[str] = []
-    original = Encoder._embed
-
-    def counting(self, texts, **kwargs):
-        embedded.extend(texts)
-        return original(self, texts, **kwargs)
-
-    monkeypatch.setattr(Encoder, "_embed", counting)
     if surface == "torchmetrics":
         from movers.torchmetrics import MoverScore
 

@@ -48,7 +48,7 @@ def rows(model: str | None = None, layers: int | None = None) -> list[tuple[str,
         spec = registry.get(slug)
         if spec.original_options is None:
             continue
-        encoder = {"model": model} if model is not None and any(f.name == "model" for f in spec.options) else {}
+        encoder = {"model": model} if model is not None and spec.has_option("model") else {}
         out.append((spec.title, slug, encoder, None))
         if spec.original_options:
             out.append((f"{spec.title} original", slug, {**encoder, **spec.original_options}, spec.title))
@@ -75,23 +75,21 @@ def run_validation(out: Path, *, model: str | None = None, encoder: str = "gt-al
     """Score every row on the full validation sets; the figures at both levels, paired against BERTScore F1
     and each default against its original's settings."""
     table = rows(model, None if model is None else _last_layer(model))
-    specs = [_spec(label, name, kwargs) for label, name, kwargs, _ in table]
+    spec_of = {label: _spec(label, name, kwargs) for label, name, kwargs, _ in table}
     result: dict[str, Any] = {"encoder": encoder, "model": "bundled" if model is None else Path(model).name,
                               "bootstrap": n_boot, "seed": seed, "rows": [label for label, *_ in table],
                               "originals": {label: of for label, _, _, of in table if of}, "levels": {},
                               "default_vs_original": {}}
     for level in LEVELS:
-        figures = run_suite("validation", specs, out=out, n_boot=n_boot, seed=seed, full=True, level=level,
-                            cached_only=level != "segment")
+        figures = run_suite("validation", list(spec_of.values()), out=out, n_boot=n_boot, seed=seed, full=True,
+                            level=level, cached_only=level != "segment")
         result["levels"][level] = _figures(figures)
         pairs = {}
-        for (label, _, _, of), spec in zip(table, specs, strict=True):
-            if of:
-                default = specs[[t[0] for t in table].index(of)]
-                pair = run_suite("validation", [default, spec], out=out, n_boot=n_boot, seed=seed, full=True,
-                                 level=level, cached_only=True)
-                pairs[of] = {s: e["metrics"][label] for s, e in _figures(pair)["sets"].items()}
-                pairs[of]["mean"] = pair["mean"][label]
+        for label, of in result["originals"].items():
+            pair = run_suite("validation", [spec_of[of], spec_of[label]], out=out, n_boot=n_boot, seed=seed,
+                             full=True, level=level, cached_only=True)
+            pairs[of] = {s: e["metrics"][label] for s, e in _figures(pair)["sets"].items()}
+            pairs[of]["mean"] = pair["mean"][label]
         result["default_vs_original"][level] = pairs
     return result
 
@@ -160,7 +158,7 @@ def _takes_encoder(title: str) -> bool:
     """Whether the metric titled `title` has a ``model`` option (SMS and S+WMS default to GloVe vectors)."""
     specs = [registry.get(slug) for slug in registry.slugs()]
     spec = next((sp for sp in specs if sp.title == title), None)
-    return spec is None or any(f.name == "model" for f in spec.options)
+    return spec is None or spec.has_option("model")
 
 
 def render_card(runs: list[dict], title: str) -> str:

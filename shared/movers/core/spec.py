@@ -142,6 +142,10 @@ class MetricSpec(ABC, Generic[OptionsT]):
         return tuple(sorted(fields, key=lambda f: (f.name not in own, list(own).index(f.name) if f.name in own
                                                    else 0)))
 
+    def has_option(self, name: str) -> bool:
+        """Whether callers may set option `name` (e.g. ``cache``, ``model``)."""
+        return any(f.name == name for f in self.options)
+
     def name(self, options: OptionsT) -> str:
         """The prefix of error messages and warnings (SMS: its variant's slug)."""
         return self.slug

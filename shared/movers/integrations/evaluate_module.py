@@ -76,11 +76,11 @@ class MoversMetric(evaluate.Metric):
         state.pop("_movers_cache", None)
         return state
 
-    def _movers_cache_options(self, options: dict[str, Any], takes_cache: bool) -> dict[str, Any]:
+    def _movers_cache_options(self, spec: MetricSpec, options: dict[str, Any]) -> dict[str, Any]:
         """`options` with the object's own in-memory embedding cache (:func:`object_cache_options`): repeated
         ``compute`` calls of one object (a training loop's evaluations) embed the same references once."""
         with self._movers_lock:
-            return object_cache_options(self, options, takes_cache=takes_cache)
+            return object_cache_options(self, spec, options)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -312,7 +312,6 @@ def module_class(metric: str | MetricSpec) -> type:
     if spec.slug in _CLASSES and _CLASSES[spec.slug].__movers_spec__ is spec:  # type: ignore[attr-defined]
         return _CLASSES[spec.slug]
     function = registry.function(spec)
-    cached = any(f.name == "cache" for f in spec.options)
     description = " ".join(spec.summary.split())
     inputs_description = kwargs_description(spec)
 
@@ -331,7 +330,7 @@ def module_class(metric: str | MetricSpec) -> type:
                 codebase_urls=list(spec.codebase_urls), reference_urls=list(spec.reference_urls))
 
         def _compute(self, predictions: Any, references: Any, **options: Any) -> dict[str, Any]:
-            options = self._movers_cache_options(options, cached)
+            options = self._movers_cache_options(spec, options)
             result = function(predictions, references, **options).to_dict()
             if self.config_name == CORPUS or self.config_name.endswith(f"-{CORPUS}"):
                 self.last_signature = result["signature"]  # the scalars' signature (a string is not resampled)

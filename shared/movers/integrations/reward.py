@@ -66,7 +66,6 @@ class Reward:
         self.__name__ = f"movers_{self.metric}"  # TRL logs rewards under the callable's name
         self.worst = float(self.spec.reward(self._resolved, self.spec.worst(self._resolved)["scores"]))
         self.signature: str | None = None
-        self._takes_cache = any(f.name == "cache" for f in self.spec.options)
         self._movers_cache = None
 
     def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float]:
@@ -83,7 +82,7 @@ class Reward:
         keep = [i for i, t in enumerate(texts) if t.strip()]
         rewards = [self.worst] * len(texts)
         if keep:
-            options = object_cache_options(self, self.options, takes_cache=self._takes_cache)
+            options = object_cache_options(self, self.spec, self.options)
             result = self._function([texts[i] for i in keep], [references[i] for i in keep], **options)
             self.signature = str(result.signature)
             values = [self.spec.reward(self._resolved, s) for s in result.scores]

@@ -88,7 +88,6 @@ class TextMetric(torchmetrics.Metric):
         self.spec.resolve(make_options(self.spec, self.options))  # unknown options fail here, not at compute
         self.share_scoring = bool(share_scoring)
         self._function = registry.function(self.spec)
-        self._takes_cache = any(f.name == "cache" for f in self.spec.options)
         self._movers_cache = None
         self.result: Scores | None = None
         self.add_state("text_bytes", default=[], dist_reduce_fx="cat")      # uint8: UTF-8 of every text
@@ -135,7 +134,7 @@ class TextMetric(torchmetrics.Metric):
         scalar tensor. The full :class:`~movers.core.result.Scores` is kept in :attr:`result`."""
         preds, refs, weights = self._corpus()
         call = {"reference_weights": weights} if weights is not None else {}
-        options = object_cache_options(self, self.options, takes_cache=self._takes_cache)
+        options = object_cache_options(self, self.spec, self.options)
         if self.share_scoring and self._is_synced and _world(self.process_group) > 1:
             with distributed_scoring(self.process_group):
                 result = self._function(preds, refs, **call, **options)

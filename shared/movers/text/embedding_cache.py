@@ -365,12 +365,12 @@ OBJECT_CACHE_BYTES = 256 * 2**20
 ``movers.torchmetrics`` metric, a ``movers.reward`` (least recently used first out)."""
 
 
-def object_cache_options(holder: Any, options: Mapping[str, Any], *, takes_cache: bool) -> dict[str, Any]:
+def object_cache_options(holder: Any, spec: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """`options` with ``cache=`` the holder's own in-memory cache (made on first use, kept as
     ``holder._movers_cache``), so that a training loop's repeated evaluations embed the same references once.
-    Left as they are when the metric has no ``cache`` option, the caller set ``cache`` (False: off), or
-    ``MOVERS_CACHE`` names a folder. Scores are identical either way."""
-    if not takes_cache or "cache" in options or os.environ.get(CACHE_ENV):
+    Left as they are when the metric (`spec`, a MetricSpec) has no ``cache`` option, the caller set ``cache``
+    (False: off), or ``MOVERS_CACHE`` names a folder. Scores are identical either way."""
+    if not spec.has_option("cache") or "cache" in options or os.environ.get(CACHE_ENV):
         return dict(options)
     cache = getattr(holder, "_movers_cache", None)
     if cache is None:
