@@ -168,7 +168,7 @@ def _where(message: str, hyp_name: str, ref_names: list[str]) -> str:
 def _metric_kwargs(slugs: Sequence[str], options: dict[str, dict[str, Any]], verbose: bool) -> dict[str, dict]:
     """Each metric's keyword arguments: its ``--opt`` options, and ``verbose`` where the metric has it."""
     return {slug: {**options.get(slug, {}),
-                   **({"verbose": verbose} if any(f.name == "verbose" for f in registry.get(slug).options) else {})}
+                   **({"verbose": verbose} if registry.get(slug).has_option("verbose") else {})}
             for slug in slugs}
 
 
