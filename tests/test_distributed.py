@@ -127,6 +127,27 @@ def test_several_systems_with_a_paired_test_under_torchrun(tmp_path):
     assert [got[n]["p_value"] for n in ("para.txt", "off.txt")] == [want[n].p_value for n in ("para.txt", "off.txt")]
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread names from /proc/self/task")
+def test_launched_scoring_leaves_no_process_group_behind(tmp_path):
+    """The encoder is first loaded inside `launched_scoring` (transformers imports torch's FSDP modules
+    lazily then): after the block no gloo thread may remain. One did (a default argument holding the
+    destroyed group), and interpreter teardown aborted now and then after the output was printed."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import os, movers\n"
+        "from movers.core.scope import launched_scoring\n"
+        "with launched_scoring():\n"
+        "    movers.moverscore(['The cat sat.', 'A dog ran.'], ['A cat sat.', 'The dog runs.'])\n"
+        "names = [open(f'/proc/self/task/{t}/comm').read().strip() for t in os.listdir('/proc/self/task')]\n"
+        "open(f\"threads{os.environ['RANK']}.txt\", 'w').write(' '.join(sorted(names)))\n", encoding="utf-8")
+    run = _torchrun(str(script), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    for rank in (0, 1):
+        names = (tmp_path / f"threads{rank}.txt").read_text().split()
+        assert names and not [n for n in names if "gloo" in n], (rank, names)
+
+
 @pytest.mark.parametrize("n,world,multiple", [(400, 2, 1), (400, 2, 32), (7, 3, 1), (5, 4, 2), (1, 2, 1), (0, 2, 3)])
 def test_shards_cover_the_call_in_order(n, world, multiple):
     bounds = [shard_bounds(n, world, r, multiple) for r in range(world)]

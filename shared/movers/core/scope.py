@@ -177,6 +177,12 @@ def launched_scoring() -> Iterator[int]:
         yield 0
         return
     import torch.distributed as dist
+    # Imported before the group exists, on purpose: this module's ShardedGradScaler takes
+    # `process_group=dist.group.WORLD` as a default argument, evaluated on import. transformers'
+    # from_pretrained imports it lazily; imported while the group is up, the default keeps the destroyed
+    # group's gloo threads alive until interpreter teardown, which then aborts now and then
+    # ("terminate called without an active exception", SIGABRT after the output was printed).
+    import torch.distributed.fsdp.sharded_grad_scaler  # noqa: F401
 
     if torch.cuda.is_available():
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
