@@ -36,6 +36,7 @@ def main(path: str, n: int, out: str) -> None:
     rank = 0
     if "WORLD_SIZE" in os.environ:
         import torch.distributed as dist
+        import torch.distributed.fsdp  # noqa: F401  before the group, as the README says
 
         dist.init_process_group("gloo")
         rank = dist.get_rank()
