@@ -199,6 +199,7 @@ def test_one_rank_group_reduces_counters_and_sums(tmp_path):
 
 ACCELERATE_SCRIPT = """
 import json, sys
+import torch.distributed.fsdp   # before the group (the README says why)
 from accelerate import Accelerator
 import movers
 acc = Accelerator(cpu=True)   # initialises the gloo process group the launcher set up
@@ -208,6 +209,7 @@ with movers.distributed_scoring():
 if acc.is_main_process:
     open(sys.argv[2], "w").write(json.dumps({"world": acc.num_processes, "scores": out.scores,
                                              "signature": out.signature}))
+acc.end_training()   # destroys the process group
 """
 
 
