@@ -177,6 +177,7 @@ def launched_scoring() -> Iterator[int]:
         yield 0
         return
     import torch.distributed as dist
+
     # Imported before the group exists, on purpose: this module's ShardedGradScaler takes
     # `process_group=dist.group.WORLD` as a default argument, evaluated on import. transformers'
     # from_pretrained imports it lazily; imported while the group is up, the default keeps the destroyed
