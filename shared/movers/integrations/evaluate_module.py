@@ -45,8 +45,6 @@ __all__ = ["MoversMetric", "module_class", "evaluate_module", "text_features", "
            "configurations", "corpus_config", "CORPUS"]
 
 
-
-
 class MoversMetric(evaluate.Metric):
     """`evaluate.Metric` whose inputs are checked by movers before evaluate stores them.
 
