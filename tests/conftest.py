@@ -5,15 +5,24 @@ project, not committed); tests that need them skip with a clear message when it 
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+# The suite runs offline, in a fresh Hugging Face home of its own (evaluate's module cache included): the same
+# on a developer's machine as in CI, and the user's own HF_HOME is never written to. The bundled encoder and
+# GloVe come from site-packages, so nothing needs the user's hub cache.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="movers-tests-hf-")
+atexit.register(shutil.rmtree, os.environ["HF_HOME"], ignore_errors=True)
+os.environ.pop("HF_MODULES_CACHE", None)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("MOVERS_SHARED", REPO.parent / "shared"))
@@ -26,6 +35,15 @@ ATOL_EMD = 1e-7         # exact EMD costs, float64
 ATOL_SINKHORN = 1e-5    # entropic / unbalanced solvers
 ATOL_MODEL = 1e-4       # model scores vs the original implementation (MoverScore issue: 1e-4)
 ATOL_IDENTICAL = 1e-3   # MoverScore records whose hypothesis equals its reference (original's float32 noise)
+
+
+def regrouped(expected):
+    """The reproducibility rule (:data:`movers.core.result.REGROUPING_ATOL`) as a pytest comparison: scores of
+    the same texts grouped differently (batches, systems, caches, streams, shards, threads, CPUs) agree to
+    float32 rounding, ``|got - expected| <= REGROUPING_ATOL`` each, and are never compared bit for bit."""
+    from movers.core.result import REGROUPING_ATOL
+
+    return pytest.approx(expected, rel=0, abs=REGROUPING_ATOL)
 
 
 def reference_records(name: str) -> list[dict]:

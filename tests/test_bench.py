@@ -562,7 +562,7 @@ def test_systems_benchmark_runs_every_scenario(tmp_path, capsys):
     assert main(["bench", "systems", "--systems", "2", "--inputs", "6", "--evaluations", "2", "--json",
                  str(tmp_path / "s.json")]) == 0
     out = capsys.readouterr().out
-    assert "2 systems x 6 inputs" in out and "Scores identical in every scenario" in out
+    assert "2 systems x 6 inputs" in out and "Scores equal in every scenario to float32 rounding" in out
     rows = json.loads((tmp_path / "s.json").read_text())["rows"]
     assert rows["one-by-one"]["texts"] == sum(per_call)
     assert rows["one-by-one-cache"]["texts"] == rows["one-run"]["texts"] == once

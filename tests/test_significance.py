@@ -24,7 +24,7 @@ from sacrebleu.metrics.bleu import BLEU
 import movers
 from movers.core import significance as sig
 
-from .conftest import data_path
+from .conftest import data_path, regrouped
 from .test_cli import one_line_error, run
 
 SYSTEMS = ("CycleGT", "TGen", "OSU_Neural_NLG")
@@ -165,6 +165,7 @@ SHORT_REFS = ["A cat was sitting on the mat.", "The dog barked.", "It is raining
               "They ate fish."]
 
 
+@pytest.mark.invariance
 @pytest.mark.slow
 def test_each_system_equals_a_separate_run_and_references_are_encoded_once(monkeypatch):
     from transformers.models.bert import modeling_bert
@@ -172,7 +173,7 @@ def test_each_system_equals_a_separate_run_and_references_are_encoded_once(monke
     rows = [0]
     forward = modeling_bert.BertModel.forward
 
-    def counted(self, *args, **kwargs):  # distinct rows: on CPU a lone text runs as two identical rows
+    def counted(self, *args, **kwargs):
         rows[0] += len({tuple(row.tolist()) for row in kwargs["input_ids"]})
         return forward(self, *args, **kwargs)
 
@@ -187,11 +188,13 @@ def test_each_system_equals_a_separate_run_and_references_are_encoded_once(monke
             mine = got[slug][name]
             assert mine.result.signature == alone.signature
             assert mine.signature == f"{alone.signature}|bs:200|seed:12345"
-            assert mine.score == alone.score and mine.result.scores == alone.scores  # encoding is batch-invariant
+            # other encoder batches than the run alone: equal to float32 rounding (the reproducibility rule)
+            assert mine.score == regrouped(alone.score) and mine.result.scores == regrouped(alone.scores)
         assert got[slug]["base"].p_value is None and got[slug]["base"].interval is not None
         assert all(0 < got[slug][name].p_value <= 1 for name in ("para", "off"))
 
 
+@pytest.mark.invariance
 @pytest.mark.slow
 def test_command_line_several_systems_equal_separate_runs(tmp_path):
     for name, lines in [*SHORT.items(), ("refs", SHORT_REFS)]:
@@ -205,7 +208,7 @@ def test_command_line_several_systems_equal_separate_runs(tmp_path):
         alone = movers.moverscore(hyps, SHORT_REFS)
         entry = out[f"{name}.txt"]
         assert set(entry) == {"score", "signature", "scores"} and entry["signature"] == alone.signature
-        assert entry["score"] == alone.score and entry["scores"] == alone.scores  # encoding is batch-invariant
+        assert entry["score"] == regrouped(alone.score) and entry["scores"] == regrouped(alone.scores)
 
 
 # ---------------------------------------------------------------------------------- output formats

@@ -30,6 +30,7 @@ __version__ = "0.1.0"
 # functions and their exports (e.g. `TwmdCentering`) come from the registry, `movers.metrics`.
 _LAZY = {
     "Scores": "core.result",
+    "REGROUPING_ATOL": "core.result",
     "Signature": "core.signature",
     "Explanation": "core.explanation",
     "plot_explanation": "core.explanation",

@@ -29,6 +29,8 @@ import sys
 import tempfile
 from typing import Any
 
+from ..core.result import REGROUPING_ATOL
+
 __all__ = ["main", "load_systems"]
 
 _CHILD = r'''
@@ -137,15 +139,17 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({scenario: {k: v for k, v in rows[scenario].items() if k != "scores"}}),
                   file=sys.stderr, flush=True)
     want = rows["one-by-one"]["scores"]
-    for scenario, row in rows.items():
-        same = all(row["scores"][name] == want[name] for name in row["scores"])
-        if not same:
-            raise RuntimeError(f"bench systems: {scenario} scores differ from scoring one by one without cache")
+    apart = max(abs(a - b) for row in rows.values() for name in row["scores"]
+                for a, b in zip(row["scores"][name], want[name], strict=True))
+    if apart > REGROUPING_ATOL:  # the scenarios group the texts differently: equal to float32 rounding
+        raise RuntimeError(f"bench systems: scores differ from scoring one by one without cache by {apart:.2g}, "
+                           f"more than the reproducibility bound {REGROUPING_ATOL:g}")
     base = rows["one-by-one"]["seconds"]
     n_refs = sum(len(r) for r in references)
     print(f"{args.metric}: WebNLG 2020, {len(systems)} systems x {len(references)} inputs ({n_refs} references); "
           f"floor (bare encoder, every unique text once): {floor['seconds']:.2f} s, {floor['texts']} texts, "
-          f"peak {floor['peak_rss_mb']:.0f} MB. Scores identical in every scenario.\n")
+          f"peak {floor['peak_rss_mb']:.0f} MB. Scores equal in every scenario to float32 rounding (at most "
+          f"{apart:.1e} apart).\n")
     print("| scenario | seconds | x one by one | x floor | texts encoded | peak RSS |\n|---|---|---|---|---|---|")
     for scenario, label in SCENARIOS.items():
         r = rows[scenario]

@@ -40,8 +40,9 @@ class Widget:
 class OptionInfo:
     """What a field's annotation and default do not say: its documentation and its bounds.
 
-    `runtime` options never change a number (batch size, device, progress, returning plans): they are
-    not in the signature, not on a Space page. `widget` overrides the widget derived from the type;
+    `runtime` options never change a number beyond float32 rounding (batch size, device, progress, returning
+    plans, the embedding cache; :data:`movers.core.result.REGROUPING_ATOL`): they are not in the signature, not
+    on a Space page. `widget` overrides the widget derived from the type;
     ``False`` shows none. `cli` False keeps an option out of ``movers score --opt`` (Python objects).
     """
 

@@ -60,7 +60,8 @@ DEFAULT_PRESET = "tuned"
 MASK_THRESHOLD = 0.999
 """The original's post-solve mask: plan entries with cost >= 0.999 (cos <= 0.001) are zeroed."""
 
-# Padded elements (problems x rows x columns) per solver call: bounds memory, never changes a number.
+# Padded elements (problems x rows x columns) per solver call: bounds memory; changes a number by float64
+# rounding at most (other padding in the solver's sums).
 _SOLVER_BUDGET = 1 << 22
 
 

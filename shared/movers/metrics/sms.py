@@ -65,7 +65,8 @@ DEFAULT_EMBEDDING = "glove"
 Document = str | Sequence[str]
 _NAMES = {"sms": "SMS", "wms": "WMS", "s+wms": "S+WMS"}
 _BLOCK_SENTENCES = 4096
-"""Unique sentences embedded at a time: bounds memory for long corpora; never changes a score."""
+"""Unique sentences embedded at a time: bounds memory for long corpora; changes a score by float32 rounding at
+most (a contextual encoder's batches; :data:`movers.core.result.REGROUPING_ATOL`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

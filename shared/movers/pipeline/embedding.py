@@ -86,8 +86,8 @@ class EmbeddingOptions:
     centering_batch: int = option(32, "Segments per centring batch (32, the TWMD original's batch size).",
                                   low=1, integer=True)
     long_texts: LongTexts = long_texts_option()
-    batch_size: int = option(64, "Texts per encoder batch; runtime only, never changes a score.", low=1,
-                             integer=True, runtime=True)
+    batch_size: int = option(64, """Texts per encoder batch; runtime only, changes a score by float32 rounding
+        at most (movers.REGROUPING_ATOL).""", low=1, integer=True, runtime=True)
     device: str | None = option(None, """None (the current CUDA device if there is one, else CPU) or a torch
         device such as "cpu" or "cuda:0"; runtime only.""", runtime=True)
     verbose: bool = option(False, "One progress bar for the call (encoding and transport); runtime only.",
@@ -97,8 +97,9 @@ class EmbeddingOptions:
                                 runtime=True)
     unicode: Literal["nfc", "none"] = unicode_option()
     empty_predictions: Literal["worst", "error"] = empty_predictions_option()
-    cache: EmbeddingCache | str | os.PathLike | bool | None = option(None, """Embedding cache; runtime only, never
-        changes a score (a text's vectors do not depend on its batch). None (default): the cache of the run
+    cache: EmbeddingCache | str | os.PathLike | bool | None = option(None, """Embedding cache; runtime only: a
+        run reading every vector from it equals the run that stored them, bit for bit, and other runs agree to
+        float32 rounding (movers.REGROUPING_ATOL). None (default): the cache of the run
         (movers score --cache DIR, a using_cache block), else the folder named by the MOVERS_CACHE environment
         variable if set, else none (an evaluate module object passes its own in-memory cache); False: none; a
         folder path; or a movers.EmbeddingCache (EmbeddingCache() in memory, EmbeddingCache(folder) on disk).""",

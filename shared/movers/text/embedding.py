@@ -6,7 +6,8 @@
   state. Local folders load with ``local_files_only=True`` (no network);
   ``trust_remote_code`` is never set.
 * :meth:`Encoder.embed` encodes the *unique* texts only, sorted by length, in batches, and returns them
-  in input order (inverse permutation); `batch_size` never changes a number.
+  in input order (inverse permutation); `batch_size` changes a vector's last bits only (another batch:
+  other padding and kernels), so scores agree to :data:`movers.core.result.REGROUPING_ATOL`.
 * Texts longer than the model window are embedded with overlapping sliding windows (each token takes
   its vector from the window where it is most central), or truncated like the originals, or rejected.
 * `layer` is an index into ``hidden_states`` (0 = embedding output, negative from the top); a sequence
@@ -532,15 +533,23 @@ class Encoder:
 
     @torch.inference_mode()
     def _forward(self, seqs: list[list[int]], *, batch_size: int, verbose: bool) -> list[Tensor]:
-        """Run the model over id sequences (sorted by length), return the selected layer per sequence."""
+        """The selected layer per id sequence. Equal sequences (texts that differ only in what the tokenizer
+        drops, e.g. case for an uncased model) run once and get the same bits, so their distance is exactly 0."""
+        first: dict[tuple[int, ...], int] = {}
+        for i, seq in enumerate(seqs):
+            first.setdefault(tuple(seq), i)
+        if len(first) < len(seqs):
+            distinct = list(first.values())
+            ran = dict(zip(distinct, self._forward(
+                [seqs[i] for i in distinct], batch_size=batch_size, verbose=verbose), strict=True))
+            return [ran[i] if i == first[tuple(seq)] else ran[first[tuple(seq)]].clone() for i, seq in enumerate(seqs)]
         bb = self.backbone
         pad = bb.tokenizer.pad_token_id if bb.tokenizer.pad_token_id is not None else 0
         order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]), reverse=True)
         layers = self.layers
         out: list[Tensor | None] = [None] * len(seqs)
         cpu = bb.device.type == "cpu"
-        plan = token_batches([len(seqs[i]) for i in order], batch_size, CPU_BATCH_TOKENS if cpu else None,
-                             same_length=cpu)
+        plan = token_batches([len(seqs[i]) for i in order], batch_size, CPU_BATCH_TOKENS if cpu else None)
         batches = range(len(plan))
         if verbose and not progress.active():  # inside a metric call its one bar shows the batches
             from tqdm.auto import tqdm
@@ -550,10 +559,9 @@ class Encoder:
             progress.encoding(step + 1, len(plan))
             idx = [order[k] for k in plan[step]]
             width = max(len(seqs[i]) for i in idx)
-            rows = idx * 2 if cpu and len(idx) == 1 else idx  # see token_batches: never a one-row batch on CPU
-            input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for row, i in enumerate(rows):
+            input_ids = torch.full((len(idx), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            for row, i in enumerate(idx):
                 input_ids[row, : len(seqs[i])] = torch.tensor(seqs[i], dtype=torch.long)
                 mask[row, : len(seqs[i])] = 1
             # Only the last layer: no hidden_states tuple, so the earlier layers' outputs are freed as the
@@ -581,27 +589,20 @@ activations' peak memory does not grow with the longest texts (on 200 WMT pairs,
 ``batch_size`` bounds a batch."""
 
 
-def token_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None, *,
-                  same_length: bool = False) -> list[range]:
+def token_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None) -> list[range]:
     """Consecutive batches over `lengths` (sorted longest first): at most `batch_size` rows and, unless
     `max_tokens` is None, at most `max_tokens` padded tokens (rows x the first row's length), at least one row.
 
-    ``same_length=True`` (on CPU) never puts sequences of different lengths in one batch, and the encoder
-    runs a lone sequence as two identical rows. A text's vectors then depend on the text alone, not on
-    which texts share its batch: on CPU the kernels give each row the same bits for any number of rows
-    >= 2 of one width (checked on 83 lengths x 2-64 rows), while padding and a single row change the last
-    bits (~1e-6). This makes scores of differently batched, sharded, streamed or cached runs identical.
+    Which texts share a batch (and so the padding and the kernels' shapes) changes a text's vectors in
+    their last bits, differently on different CPUs: no batching rule keeps a row's bits on every instruction
+    set (a matrix product's kernel is chosen by its shape and the CPU). Scores of differently grouped runs
+    therefore agree to :data:`movers.core.result.REGROUPING_ATOL`, not bit for bit.
     """
-    ends: list[int] = []  # the end of the run of equal lengths each position belongs to
-    for k in range(len(lengths) - 1, -1, -1):
-        ends.append(k + 1 if k + 1 == len(lengths) or lengths[k + 1] != lengths[k] else ends[-1])
-    ends.reverse()
     batches: list[range] = []
     start = 0
     while start < len(lengths):
         cap = batch_size if max_tokens is None else max_tokens // max(1, lengths[start])
-        rows = max(1, min(batch_size, cap))
-        stop = min(len(lengths), start + rows, ends[start] if same_length else len(lengths))
+        stop = min(len(lengths), start + max(1, min(batch_size, cap)))
         batches.append(range(start, stop))
         start = stop
     return batches

@@ -8,8 +8,9 @@ set with one new system encodes only the new system's texts.
   and the encoder's *namespace*: everything that can change a vector (the model files' content fingerprint
   and name with revision, the layer(s) and their aggregation, dtype, device type, window and long-text
   handling, the torch and transformers versions; :meth:`movers.Encoder.cache_namespace`).
-* On CPU a text's vectors do not depend on the batch it was embedded in (:func:`movers.text.embedding.
-  token_batches`), so scores with and without the cache are identical, bit for bit.
+* A hit returns the stored vectors as they were stored, so a run whose vectors all come from the cache equals
+  the run that stored them, bit for bit; a run that encodes only its new texts puts them in other encoder
+  batches and agrees with a cacheless run to float32 rounding (:data:`movers.core.result.REGROUPING_ATOL`).
 * Bounded: at most ``max_bytes`` (least recently used entries go first). On disk each entry is a file
   written to a temporary name and renamed into place, so two processes writing at once leave whole
   entries; an entry is checked (magic, lengths, SHA-256 of its bytes, its text and namespace) when read,
@@ -38,7 +39,7 @@ import numpy as np
 import torch
 
 __all__ = ["EmbeddingCache", "CacheInfo", "Row", "CACHE_ENV", "DEFAULT_MEMORY_BYTES", "DEFAULT_DISK_BYTES",
-           "resolve_cache", "using_cache", "current_cache", "OBJECT_CACHE_BYTES", "object_cache_options"]
+           "resolve_cache", "check_cache", "using_cache", "current_cache", "OBJECT_CACHE_BYTES", "object_cache_options"]
 
 CACHE_ENV = "MOVERS_CACHE"
 """Environment variable naming a cache folder used when a call passes no ``cache``."""
@@ -379,21 +380,29 @@ def object_cache_options(holder: Any, spec: Any, options: Mapping[str, Any]) -> 
     return {**options, "cache": cache}
 
 
+def check_cache(name: str, cache: Any) -> None:
+    """A ``cache`` option's type (what :func:`resolve_cache` accepts), checked before anything is scored."""
+    if cache is None or cache is False or isinstance(cache, EmbeddingCache):
+        return
+    if isinstance(cache, (str, os.PathLike)) and str(cache):
+        return
+    raise TypeError(f"{name}: `cache` must be None (MOVERS_CACHE or no cache), False, a folder path or a "
+                    f"movers.EmbeddingCache, got {type(cache).__name__} {cache!r}.")
+
+
 def resolve_cache(name: str, cache: Any) -> EmbeddingCache | None:
     """A call's ``cache`` option as a cache. None: the cache of an enclosing :func:`using_cache` block (e.g.
     ``movers score --cache DIR``), else the folder in ``MOVERS_CACHE`` if set, else none; False: none; a path:
     that folder (one object per folder and process); an EmbeddingCache: itself."""
+    check_cache(name, cache)
     if cache is None:
         cache = current_cache() or os.environ.get(CACHE_ENV) or False
     if cache is False:
         return None
     if isinstance(cache, EmbeddingCache):
         return cache
-    if isinstance(cache, (str, os.PathLike)) and str(cache):
-        folder = str(Path(cache).expanduser().resolve())
-        with _FOLDERS_LOCK:
-            if folder not in _FOLDERS:
-                _FOLDERS[folder] = EmbeddingCache(folder)
-            return _FOLDERS[folder]
-    raise TypeError(f"{name}: `cache` must be None (MOVERS_CACHE or no cache), False, a folder path or a "
-                    f"movers.EmbeddingCache, got {type(cache).__name__} {cache!r}.")
+    folder = str(Path(cache).expanduser().resolve())
+    with _FOLDERS_LOCK:
+        if folder not in _FOLDERS:
+            _FOLDERS[folder] = EmbeddingCache(folder)
+        return _FOLDERS[folder]

@@ -60,7 +60,8 @@ def solve_ragged(solver: Callable[..., Transport], a: Sequence, b: Sequence, cos
         solver: A batched solver taking ``(a [B, n], b [B, m], cost [B, n, m], valid_a=, valid_b=, **options)``,
             e.g. :func:`unbalanced_sinkhorn_batch`.
         a, b, costs: Per problem masses [n_k], [m_k] and costs [n_k, m_k] (torch tensors, float64).
-        budget: Padded entries per solver call (bounds memory; never changes a number).
+        budget: Padded entries per solver call (bounds memory; other buckets change a result by float64
+            rounding at most).
         device: Where to solve (default: the inputs' device).
     Returns:
         One :class:`Transport` per problem, in input order, on the CPU: scalar fields and ``plan`` [n_k, m_k].
