@@ -15,8 +15,9 @@ import pytest
 import torch
 
 import movers
+from movers.core.result import REGROUPING_ATOL
 
-from .conftest import DATA, REPO
+from .conftest import DATA, REPO, regrouped
 
 mtm = pytest.importorskip("movers.torchmetrics", reason="torchmetrics is not installed (pip install 'movers[lightning]')")
 
@@ -25,9 +26,10 @@ PREDS = ["The cat sat on the mat.", "A dog ran in the park.", "Dvořák's résum
          "Prices went up again.", "He fixed his old bike."]
 REFS = ["A cat sat on a mat.", ["The dog was running in the park.", "A dog ran."], "Dvořák's CV was naive.",
         "Rain fell all day long.", ["Prices rose again.", "Prices went up.", "Costs rose."], "He repaired the bicycle."]
-TOL = 1e-6
+TOL = REGROUPING_ATOL  # the reproducibility rule: other processes, shards and encoder batches
 
 
+@pytest.mark.invariance
 @pytest.mark.parametrize("slug", SLUGS)
 def test_updates_then_compute_equal_one_call(slug):
     metric = mtm.metric_class(slug)()
@@ -40,8 +42,42 @@ def test_updates_then_compute_equal_one_call(slug):
     assert metric.result.scores == want.scores and metric.result.signature == want.signature
     assert type(metric).higher_is_better is getattr(movers.metrics.get(slug), "higher_is_better")
     metric.reset()
-    metric.update(PREDS[:1], REFS[:1])
-    assert metric.compute().item() == getattr(movers, slug)(PREDS[:1], REFS[:1]).score
+    metric.update(PREDS[:1], REFS[:1])  # its vectors come from the object's cache: the first compute's batches
+    assert metric.compute().item() == regrouped(getattr(movers, slug)(PREDS[:1], REFS[:1]).score)
+    stepped = mtm.metric_class(slug)()
+    for part in (slice(0, 2), slice(2, 5), slice(5, None)):  # Lightning's forward: scores each batch, then
+        stepped(PREDS[part], REFS[part])                        # compute() scores all of them
+    assert stepped.compute().item() == regrouped(want.score) and stepped.result.scores == regrouped(want.scores)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_set_dtype_keeps_the_texts(dtype):
+    """torchmetrics' set_dtype (and .to/.half under a precision plugin) must not touch the states: they are UTF-8
+    bytes with int64 lengths; in float16 a length above 2,048 rounds (bfloat16: 256) and every boundary after
+    it shifts, so the metric would score corrupted texts."""
+    long = " ".join(["the cat sat on the mat"] * 100)  # 2,299 bytes
+    metric = mtm.MoverScore()
+    metric.update([long, "a dog"], ["a cat", "the dog"])
+    metric.update(["ünïcode ✓ text"], [["one reference", "and " + long]])
+    metric.set_dtype(dtype)
+    metric = metric.to("cpu")
+    assert metric.text_lengths[0].dtype == torch.int64 and metric.text_bytes[0].dtype == torch.uint8
+    preds, refs, _ = metric._corpus()
+    assert preds == [long, "a dog", "ünïcode ✓ text"] and refs == [["a cat"], ["the dog"], ["one reference",
+                                                                                          "and " + long]]
+    assert metric.compute().item() == movers.moverscore(preds, refs).score
+
+
+def test_options_are_checked_when_the_metric_is_made():
+    """A bad option fails at construction with the message the function gives, not at the first compute."""
+    with pytest.raises(TypeError, match="moverscore: `cache` must be None"):
+        mtm.MoverScore(cache=True)
+    with pytest.raises(TypeError, match="moverscore: `cache` must be None"):
+        movers.moverscore(["a"], ["b"], cache=True)
+    with pytest.raises(ValueError, match="twmd: `iterations` must be 1 for variant='trwmd'"):
+        mtm.TWMD(variant="trwmd", iterations=3)
+    with pytest.raises(TypeError, match="reward.*|moverscore: `cache` must be None"):
+        movers.reward("moverscore", cache=True)
 
 
 def test_options_and_torchmetrics_arguments():

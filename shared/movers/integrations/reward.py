@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import metrics as registry
 from ..core.spec import MetricSpec
-from ..pipeline.call import make_options
+from ..pipeline.call import checked_options
 from ..text.embedding_cache import object_cache_options
 
 __all__ = ["reward", "Reward"]
@@ -44,8 +44,8 @@ class Reward:
     process and reused); empty or whitespace-only completions get :attr:`worst` without being scored. The
     object keeps the token vectors it computed in an in-memory cache
     (:data:`~movers.text.embedding_cache.OBJECT_CACHE_BYTES`), so a prompt's references, met again with every
-    group of completions and every epoch, are embedded once; ``cache=False`` turns it off, rewards are
-    identical.
+    group of completions and every epoch, are embedded once; ``cache=False`` turns it off, rewards agree to
+    float32 rounding (:data:`movers.core.result.REGROUPING_ATOL`).
     """
 
     def __init__(self, metric: str | MetricSpec, *, reference_column: str, options: dict[str, Any]) -> None:
@@ -62,7 +62,7 @@ class Reward:
         self.reference_column = reference_column
         self.options = dict(options)
         self._function = registry.function(self.spec)
-        self._resolved = self.spec.resolve(make_options(self.spec, self.options))
+        self._resolved = checked_options(self.spec, self.options)  # a bad option fails here, not at the first batch
         self.__name__ = f"movers_{self.metric}"  # TRL logs rewards under the callable's name
         self.worst = float(self.spec.reward(self._resolved, self.spec.worst(self._resolved)["scores"]))
         self.signature: str | None = None

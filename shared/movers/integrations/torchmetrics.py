@@ -12,7 +12,9 @@ strings and, per prediction, a reference string or a list of them; ``compute()``
 since the last ``reset()`` in one movers call and returns the corpus score as a float64 scalar tensor
 (``result`` holds the per-segment scores and the signature). The object keeps the token vectors it computed in
 an in-memory cache (:data:`~movers.text.embedding_cache.OBJECT_CACHE_BYTES`; ``reset()`` keeps it), so each
-epoch's validation embeds the same references once; ``cache=False`` turns it off, scores are identical.
+epoch's validation embeds the same references once; ``cache=False`` turns it off, scores agree to float32
+rounding (:data:`movers.core.result.REGROUPING_ATOL`: another grouping of the texts in encoder batches; so does a
+``forward`` per batch then ``compute`` compared with one ``update`` of everything).
 
 Under DDP (torch.distributed, e.g. Lightning's ``strategy="ddp"``) torchmetrics syncs tensors only, so the
 texts travel as UTF-8 bytes in ``uint8`` states (with their lengths), gathered by torchmetrics' own sync.
@@ -48,11 +50,12 @@ from ..core import validation as v
 from ..core.result import Scores
 from ..core.scope import distributed_scoring
 from ..core.spec import MetricSpec
-from ..pipeline.call import make_options
+from ..pipeline.call import checked_options
 from ..text.embedding_cache import object_cache_options
 
 __all__ = ["TextMetric", "metric_class"]
 
+_STATES = ("text_bytes", "text_lengths", "reference_counts", "indices", "weights")
 _TORCHMETRICS_ARGS = {"compute_on_cpu", "dist_sync_on_step", "process_group", "dist_sync_fn",
                       "distributed_available_fn", "sync_on_compute", "compute_with_cache"}
 
@@ -85,7 +88,7 @@ class TextMetric(torchmetrics.Metric):
             if key in options:
                 raise TypeError(f"{self.spec.slug}: `{key}` is an input of update(), not an option.")
         self.options = dict(options)
-        self.spec.resolve(make_options(self.spec, self.options))  # unknown options fail here, not at compute
+        checked_options(self.spec, self.options)  # a bad option fails here, as a call would, not at compute
         self.share_scoring = bool(share_scoring)
         self._function = registry.function(self.spec)
         self._movers_cache = None
@@ -142,6 +145,18 @@ class TextMetric(torchmetrics.Metric):
             result = self._function(preds, refs, **call, **options)
         self.result = result
         return torch.tensor(result.score, dtype=torch.float64)
+
+    def _apply(self, fn: Any, exclude_state: Sequence[str] = ()) -> torch.nn.Module:
+        """Move the states with the module (``.to(device)``, ``.cuda()``) but never change their dtype: they
+        are texts as UTF-8 bytes with int64 lengths and counts, and float64 reference weights, which
+        ``set_dtype(torch.float16)`` or a half-precision ``.to`` would round (a byte length above 2,048 in
+        float16, 256 in bfloat16), shifting every text boundary after it. The score is float64 either way."""
+        this = super()._apply(fn, exclude_state=(*exclude_state, *_STATES))
+        device = fn(torch.zeros(1, device=self.device)).device
+        for key in _STATES:
+            value = getattr(this, key)
+            setattr(this, key, value.to(device) if isinstance(value, torch.Tensor) else [t.to(device) for t in value])
+        return this
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()

@@ -39,8 +39,8 @@ from ..core.signature import Signature, format_float, nrefs_label
 from ..core.spec import Inputs, MetricSpec
 from ..core.validation import _check_list
 
-__all__ = ["MetricFunction", "score", "make_options", "settings_of", "EMPTY_CHOICES", "BASELINE_SEED",
-           "bundled_baselines", "unicode_option", "normalised",
+__all__ = ["MetricFunction", "score", "make_options", "checked_options", "settings_of", "EMPTY_CHOICES",
+           "BASELINE_SEED", "bundled_baselines", "unicode_option", "normalised",
            "empty_predictions_option", "baseline_option", "is_empty", "EmptyPredictions"]
 
 EmptyPredictions = Literal["worst", "error"]
@@ -105,6 +105,31 @@ def make_options(spec: MetricSpec, options: dict[str, Any], name: str | None = N
     return spec.Options(**{**options, **spec.fixed})
 
 
+def checked_options(spec: MetricSpec, options: dict[str, Any]) -> Any:
+    """Every check a call makes of its options, without inputs, and the options resolved (presets applied).
+    Objects that keep options for later calls (torchmetrics metrics, rewards) run it when they are made, so
+    a bad option fails there, with the message a call would give, not at the first ``compute``."""
+    o = make_options(spec, options)
+    name = spec.name(o)
+    _check_front(name, spec, o)
+    return _checked(name, spec, o)
+
+
+def _checked(name: str, spec: MetricSpec, o: Any) -> Any:
+    """The options' declared checks, the metric's own rules, the cache's type; then presets resolved."""
+    check_options(name, o)
+    spec.check(o)
+    if hasattr(o, "cache"):  # embedding metrics only: the cache module imports torch, which ΔBLEU never needs
+        from ..text.embedding_cache import check_cache
+
+        check_cache(name, o.cache)
+    o = spec.resolve(o)
+    if getattr(o, "baseline", None) is not None and not spec.can_rescale(o):
+        raise ValueError(f"{name}: `baseline` rescales similarities with maximum 1; these options give "
+                         f"distances.")
+    return o
+
+
 def _check_front(name: str, spec: MetricSpec, o: Any) -> None:
     present = [key for key in _FRONT if hasattr(o, key)]
     check_options(name, o, present)
@@ -149,13 +174,8 @@ def score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str, 
         _check_list(name, "predictions", predictions, "a list of strings")
         worst = getattr(o, "empty_predictions", None) == "worst"
         inputs = spec.inputs(name, predictions, references, extra or {}, allow_empty_predictions=worst)
-        check_options(name, o)
+        o = _checked(name, spec, o)
         inputs = normalised(inputs, getattr(o, "unicode", "none"))
-        spec.check(o)
-        o = spec.resolve(o)
-        if getattr(o, "baseline", None) is not None and not spec.can_rescale(o):
-            raise ValueError(f"{name}: `baseline` rescales similarities with maximum 1; these options give "
-                             f"distances.")
         empty = [i for i, p in enumerate(inputs.predictions) if is_empty(p)] if worst else []
         result = _score_without(spec, o, name, inputs, empty) if empty else spec.run(o, inputs)
         signature = result.signature
