@@ -39,8 +39,11 @@ DEMO_PAIRS = [
 def _demo(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="movers demo", description="Score real pairs with evaluate.load('moverscore').")
     from .. import metrics as registry
+    from ..integrations.hub import module_names
 
-    p.add_argument("--metric", default=registry.DEMO)
+    p.add_argument("--metric", default=registry.DEMO, choices=module_names(), metavar="SLUG",
+                   help=f"the evaluate module loaded by its bare name and run on the demo pairs (default "
+                        f"{registry.DEMO}; one of {', '.join(module_names())})")
     args = p.parse_args(argv)
     os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -200,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score,
                 "explain": _explain, "space": _space, "cache": _cache}
     if not argv or argv[0] not in commands:
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"movers: error: unknown command {argv[0]!r}; the commands are listed below.", file=sys.stderr)
         print(__doc__)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     return commands[argv[0]](argv[1:])

@@ -21,12 +21,13 @@ import io
 import json
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import metrics as registry
-from ..core.options import scalar_kind
+from ..core.options import choices_of, scalar_kind
 from ..core.significance import (
     BOOTSTRAP_SAMPLES,
     DEFAULT_SEED,
@@ -39,6 +40,7 @@ from ..core.significance import (
 )
 from ..core.spec import MetricSpec
 from ..pipeline.call import make_options
+from .tables import rounded
 
 __all__ = ["main", "parse_options", "bootstrap_interval", "read_lines", "UsageError"]
 
@@ -61,7 +63,8 @@ class UsageError(Exception):
 def read_lines(path: str, what: str) -> list[str]:
     """Lines of a UTF-8 file (``-`` = stdin) without their line ends; a missing or empty file is an error.
     Both are read as bytes and decoded strictly (not with the locale's ``surrogateescape``): bytes that are
-    not UTF-8 are an error naming the line."""
+    not UTF-8 are an error naming the line. Line ends are Python's universal newlines: ``\n``, ``\r\n`` and
+    ``\r`` (old Mac files) each end a line, so one file gives the same lines in any of the three."""
     if path == "-":
         stdin = sys.stdin
         data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode("utf-8", "surrogatepass")
@@ -80,16 +83,23 @@ def read_lines(path: str, what: str) -> list[str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
+        line = _universal(data[:e.start]).count(b"\n") + 1
         where = "<stdin>" if path == "-" else f"file {path!r}"
         raise UsageError(f"{what} {where} is not UTF-8 text: line {line} has {e.reason} at byte {e.start} "
                          f"of the input.") from None
+    text = _universal(text)
     if text.endswith("\n"):
         text = text[:-1]
     if text == "":
         raise UsageError(f"{what} {name!r} is empty; expected one text per line.")
-    # split on "\n" only (str.splitlines would also split on U+2028 etc. and shift the alignment)
-    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    # split on line ends only (str.splitlines would also split on U+2028 etc. and shift the alignment)
+    return text.split("\n")
+
+
+def _universal(text: Any) -> Any:
+    """``\r\n`` and ``\r`` as ``\n`` (str or bytes), as Python's text mode reads them."""
+    crlf, cr, lf = ("\r\n", "\r", "\n") if isinstance(text, str) else (b"\r\n", b"\r", b"\n")
+    return text.replace(crlf, lf).replace(cr, lf)
 
 
 # ----------------------------------------------------------------------------- --opt parsing
@@ -182,13 +192,21 @@ def score_texts(slugs: Sequence[str], predictions: list[str], references: list[l
     return {slug: comparison[slug][""].result for slug in slugs}
 
 
+TEXT_WIDTH = 4
+"""Decimals of the text and LaTeX output unless ``--width`` says otherwise (sacreBLEU prints fixed decimals)."""
+
+
 def _formatter(width: int) -> Callable[[float], str]:
     return lambda x: f"{x:.{width}f}"
 
 
 def _render(args: argparse.Namespace, results: dict[str, Any], intervals: dict[str, Interval]) -> str:
-    fmt = _formatter(args.width)
+    fmt = _formatter(TEXT_WIDTH if args.width is None else args.width)
     slugs = list(results)
+
+    def number(x: float) -> str:
+        return repr(rounded(float(x), args.width))
+
     if args.format == "json":
         payload: dict[str, Any] = {}
         for slug, res in results.items():
@@ -198,7 +216,7 @@ def _render(args: argparse.Namespace, results: dict[str, Any], intervals: dict[s
             if slug in intervals:
                 entry["confidence"] = intervals[slug].to_dict()
             payload[slug] = entry
-        return json.dumps(payload, indent=1, ensure_ascii=False) + "\n"
+        return json.dumps(rounded(payload, args.width), indent=1, ensure_ascii=False) + "\n"
     if args.format in ("tsv", "csv"):
         buf = io.StringIO()
         writer = csv.writer(buf, delimiter="\t" if args.format == "tsv" else ",", lineterminator="\n")
@@ -206,17 +224,17 @@ def _render(args: argparse.Namespace, results: dict[str, Any], intervals: dict[s
             writer.writerow(["segment", *slugs])
             n = len(next(iter(results.values())).scores)
             for i in range(n):
-                writer.writerow([i + 1, *(repr(float(results[s].scores[i])) for s in slugs)])
+                writer.writerow([i + 1, *(number(results[s].scores[i]) for s in slugs)])
         else:
             header = ["metric", "score"]
             if intervals:
                 header += ["mean", "half_width", "low", "high"]
             writer.writerow(header + ["signature"])
             for slug, res in results.items():
-                row = [slug, repr(float(res.score))]
+                row = [slug, number(res.score)]
                 if intervals:
                     ci = intervals[slug]
-                    row += [repr(ci.mean), repr(ci.half_width), repr(ci.low), repr(ci.high)]
+                    row += [number(ci.mean), number(ci.half_width), number(ci.low), number(ci.high)]
                 writer.writerow(row + [str(res.signature)])
         return buf.getvalue()
     lines = []
@@ -257,11 +275,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="hypothesis file(s), one per line; several files are several systems "
                         "(default: standard input)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="metric option, repeatable (see below)")
+                   help="metric option, repeatable (see below; --list-options SLUG lists a metric's options)")
+    p.add_argument("--list-options", action=_ListOptions, metavar="SLUG", choices=registry.slugs(),
+                   help="print the --opt options of one metric (name, type, default, what it does) and exit")
     p.add_argument("--cache", metavar="DIR", default=None,
                    help="embedding cache folder: texts embedded by an earlier run are read, not encoded again "
                         "(default: $MOVERS_CACHE if set; `movers cache info|clear`)")
-    p.add_argument("-f", "--format", choices=["text", "json", "tsv", "csv", "latex"], default="text")
+    p.add_argument("-f", "--format", choices=["text", "json", "tsv", "csv", "latex"], default="text",
+                   help="text (default: '<signature> = <score>' per metric, or one table per metric for several "
+                        "systems), json, tsv or csv (data), latex (a booktabs table of several systems)")
     p.add_argument("--per-segment", action="store_true", help="also output one score per hypothesis")
     p.add_argument("--confidence", action="store_true",
                    help="bootstrap 95%% interval of the corpus score (with --paired-ar: of each system)")
@@ -279,11 +301,36 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"trials of --paired-ar (default {RANDOMIZATION_TRIALS})")
     p.add_argument("--seed", default=None, metavar="SEED",
                    help=f"resampling seed, an integer or 'none' (default ${SEED_VARIABLE} or {BOOTSTRAP_SEED})")
-    p.add_argument("-w", "--width", type=int, default=4, help="decimals in text output (default 4)")
+    p.add_argument("-w", "--width", type=int, default=None,
+                   help=f"decimals of the printed scores (default {TEXT_WIDTH} in text and latex, full precision in "
+                        f"json, tsv and csv)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help=f"progress bar on stderr (default: on for {PROGRESS_MIN_PAIRS}+ pairs x metrics "
                         f"when stderr is a terminal)")
     return p
+
+
+class _ListOptions(argparse.Action):
+    """``--list-options SLUG``: the metric's ``--opt`` options, read from its declaration, then exit."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        spec = registry.get(values)
+        kinds = _cli_options(spec)
+        lines = [f"{spec.slug} (--opt KEY=VALUE or --opt {spec.slug}.KEY=VALUE):"]
+        for f in spec.options:
+            if f.name in kinds:
+                lines.append(f"  {f.name}={_kind_text(f)}  (default {json.dumps(f.default)})")
+                lines.append(f"      {textwrap.shorten(f.info.doc, 110, placeholder=' ...')}")
+        sys.stdout.write("\n".join(lines) + "\n")
+        parser.exit(0)
+
+
+def _kind_text(f: Any) -> str:
+    choices = choices_of(f.hint)
+    if choices is not None and scalar_kind(f.hint) == "str":
+        return "|".join(str(c) for c in choices)
+    return {"str": "TEXT", "int": "INT", "float": "NUMBER", "bool": "true|false"}.get(scalar_kind(f.hint), "JSON")
 
 
 def _checked(args: argparse.Namespace) -> int | None:
@@ -291,7 +338,7 @@ def _checked(args: argparse.Namespace) -> int | None:
     for name in ("confidence_n", "paired_bs_n", "paired_ar_n"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}.")
-    if args.width < 0:
+    if args.width is not None and args.width < 0:
         raise UsageError(f"--width must be >= 0, got {args.width}.")
     paired = args.paired_bs or args.paired_ar
     if paired and len(args.cands) < 2:
@@ -395,7 +442,7 @@ def _run_systems(args: argparse.Namespace, slugs: list[str], systems: dict[str, 
                 from None
     if rank != 0:
         return 0
-    sys.stdout.write(render_comparison(comparison, fmt=args.format, width=args.width,
+    sys.stdout.write(render_comparison(comparison, fmt=args.format, width=args.width, text_width=TEXT_WIDTH,
                                        per_segment=args.per_segment,
                                        titles={slug: registry.get(slug).title for slug in slugs}))
     return 0

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from ..integrations.compare import Comparison, SystemScore
 
@@ -21,16 +22,31 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
-def render_comparison(c: Comparison, *, fmt: str, width: int, per_segment: bool,
-                      titles: Mapping[str, str]) -> str:
-    """`c` as text, json, tsv, csv or latex; `titles` are the metrics' display names (LaTeX headers)."""
+def render_comparison(c: Comparison, *, fmt: str, width: int | None, per_segment: bool,
+                      titles: Mapping[str, str], text_width: int = 4) -> str:
+    """`c` as text, json, tsv, csv or latex; `titles` are the metrics' display names (LaTeX headers). `width`:
+    decimals (None: `text_width` in text and latex, full precision in the data formats)."""
     if fmt == "json":
-        return json.dumps(c.to_dict(per_segment=per_segment), indent=1, ensure_ascii=False) + "\n"
+        return json.dumps(rounded(c.to_dict(per_segment=per_segment), width), indent=1, ensure_ascii=False) + "\n"
     if fmt in ("tsv", "csv"):
-        return _rows(c, "\t" if fmt == "tsv" else ",", per_segment)
+        return _rows(c, "\t" if fmt == "tsv" else ",", per_segment, width)
     if fmt == "latex":
-        return _latex(c, width, titles)
-    return _text(c, width)
+        return _latex(c, text_width if width is None else width, titles)
+    return _text(c, text_width if width is None else width)
+
+
+def rounded(value: Any, width: int | None) -> Any:
+    """Every float in `value` (nested dicts and lists) rounded to `width` decimals; None: as computed. The data
+    formats (json, tsv, csv) print full precision unless ``--width`` is given."""
+    if width is None or isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        return round(value, width)
+    if isinstance(value, dict):
+        return {k: rounded(v, width) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(v, width) for v in value]
+    return value
 
 
 def _label(c: Comparison, name: str) -> str:
@@ -75,7 +91,10 @@ def _text(c: Comparison, width: int) -> str:
     return "\n".join(blocks) + ("\n" + _footer(c) if c.test else "")
 
 
-def _rows(c: Comparison, delimiter: str, per_segment: bool) -> str:
+def _rows(c: Comparison, delimiter: str, per_segment: bool, width: int | None) -> str:
+    def number(x: float) -> str:
+        return repr(rounded(float(x), width))
+
     buf = io.StringIO()
     writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
     if per_segment:
@@ -83,18 +102,18 @@ def _rows(c: Comparison, delimiter: str, per_segment: bool) -> str:
         for slug in c.metrics:
             for r in c[slug].values():
                 for i, s in enumerate(r.result.scores):
-                    writer.writerow([slug, r.system, i + 1, repr(float(s))])
+                    writer.writerow([slug, r.system, i + 1, number(s)])
         return buf.getvalue()
     has_interval = any(r.interval is not None for by in c.results.values() for r in by.values())
     writer.writerow(["metric", "system", "score", *(["mean", "half_width", "low", "high"] if has_interval else []),
                      *(["p_value"] if c.test else []), "signature"])
     for slug in c.metrics:
         for r in c[slug].values():
-            row = [slug, r.system, repr(float(r.score))]
+            row = [slug, r.system, number(r.score)]
             if has_interval:
                 ci = r.interval
-                row += ["", "", "", ""] if ci is None else [repr(ci.mean), repr(ci.half_width), repr(ci.low),
-                                                            repr(ci.high)]
+                row += ["", "", "", ""] if ci is None else [number(ci.mean), number(ci.half_width), number(ci.low),
+                                                            number(ci.high)]
             if c.test:
                 row.append("" if r.p_value is None else repr(r.p_value))
             writer.writerow(row + [r.signature])
