@@ -198,11 +198,31 @@ def _launched_as_command() -> bool:
     return as_module or (bool(sys.argv) and Path(sys.argv[0]).name == "movers")
 
 
+class _CachedModuleNotice(logging.Filter):
+    """Drops evaluate's "Using the latest cached version of the module from ...evaluate-metric--<slug>..." for
+    movers' own registered modules: loading them from the cache is how the bare name works (offline or not),
+    not a failure to report on every ``evaluate.load``. evaluate's other messages, and this one for other
+    modules, pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if "Using the latest cached version of the module" not in text:
+            return True
+        return not any(f"evaluate-metric--{name}" in text for name in module_names())
+
+
+_NOTICE_FILTER = _CachedModuleNotice()
+
+
 def _autoregister() -> None:
     """Called on ``import movers``: register (or repair) the modules; never raises (a read-only cache must not
-    break the import) but says once, in one line, what could not be written and what still works."""
+    break the import) but says once, in one line, what could not be written and what still works. Also hides
+    evaluate's notice that a registered movers module was loaded from its cache (:class:`_CachedModuleNotice`)."""
     if os.getenv("MOVERS_NO_AUTOREGISTER"):
         return
+    logger = logging.getLogger("evaluate.loading")
+    if _NOTICE_FILTER not in logger.filters:
+        logger.addFilter(_NOTICE_FILTER)
     try:
         if not is_registered():
             register()
