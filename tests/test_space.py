@@ -329,7 +329,16 @@ def _drive(browser, slug: str, proc: subprocess.Popen, url: str, log: Path, work
         img.wait_for(timeout=120_000)
         page.wait_for_function("el => el.complete && el.naturalWidth > 200", arg=img.element_handle(),
                                timeout=60_000)
-        assert "Transport plan" in page.locator("#caption").inner_text()
+        caption = page.locator("#caption").inner_text()
+        # the plan the call scored: its number is segment 1's in the table (one segment, one number)
+        shown = re.search(r"Transport plan .* as scored in this call: (-?\d+\.\d{4})", caption)
+        assert shown and caption.startswith("Segment 1, reference 1 of "), caption
+        first_row = page.locator("#segments tbody tr").first.inner_text()
+        if caption.startswith("Segment 1, reference 1 of 1."):
+            assert shown.group(1) in first_row, f"{slug}: the plan's {shown.group(1)} is not segment 1's ({first_row})"
+        else:  # several references: the caption names the segment's combined score, the table's
+            combined = re.search(r"The segment's score, (-?\d+\.\d{4}), combines its \d+ references", caption)
+            assert combined and combined.group(1) in first_row, caption
     else:
         ngrams = page.locator("#ngrams").inner_text()
         assert "yes ," in ngrams and "0.8" in ngrams, ngrams

@@ -2,10 +2,10 @@
 
 One page per metric: clickable examples (including the papers' own), the options as widgets with the
 metric's defaults, the corpus score with its signature right next to it, a per-segment table, the
-alignment heat map of one pair (from :func:`movers.explain`) for every optimal-transport metric, and,
-for ΔBLEU, the matched n-grams with their weights. Bad input is shown as a message that names the
-field, never as a bare error badge. The metric card (the Space's README.md) is shown below, with its
-images served from the Space folder.
+alignment heat map of one pair (the plan the call itself scored, ``return_plans=True``) for every
+optimal-transport metric, and, for ΔBLEU, the matched n-grams with their weights. Bad input is shown as a
+message that names the field, never as a bare error badge. The metric card (the Space's README.md) is shown
+below, with its images served from the Space folder.
 
 Gradio is imported only here, on launch; it is not a dependency of movers.
 """
@@ -174,8 +174,9 @@ def _field_of(message: str) -> str:
 
 # ----------------------------------------------------------------------------------------- heat map
 
-def _heatmap(slug: str, prediction: str, reference: str, options: dict[str, Any]):
-    """The alignment of one pair from :func:`movers.explain` as a PIL image and a caption."""
+def _heatmap(exp: Any):
+    """One pair's :class:`~movers.core.explanation.Explanation` (as the call scored it) as a PIL image and a
+    caption."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -183,9 +184,7 @@ def _heatmap(slug: str, prediction: str, reference: str, options: dict[str, Any]
     from PIL import Image
 
     from ..core.explanation import plot_explanation
-    from .api import explain
 
-    exp = explain(slug, prediction, reference, **options)
     n, m = len(exp.prediction_labels), len(exp.reference_labels)
     row_chars = min(max(map(len, exp.prediction_labels), default=1), 40)  # plot_explanation cuts at 40
     col_chars = min(max(map(len, exp.reference_labels), default=1), 40)
@@ -199,8 +198,8 @@ def _heatmap(slug: str, prediction: str, reference: str, options: dict[str, Any]
     image = Image.open(buf)
     image.load()
     distance = "" if exp.distance is None else f", transport distance {exp.distance:.4f}"
-    caption = (f"Transport plan (rows: prediction, columns: reference; cost {exp.cost_label}): "
-               f"this pair alone scores {exp.score:.4f}{distance}.")
+    caption = (f"Transport plan (rows: prediction, columns: reference; cost {exp.cost_label}), as scored in "
+               f"this call: {exp.score:.4f}{distance}.")
     return image, caption
 
 
@@ -264,6 +263,8 @@ def build(name: str, card: str | Path | None = None):
             kwargs = dict(options)
             if w is not None:
                 kwargs["reference_weights"] = w
+            if page_.explain:  # the plans of the call itself: one segment shows one number on the page
+                kwargs["return_plans"] = True
             result = module().compute(predictions=preds, references=refs, **kwargs)
         except InputError as err:
             return (gr.update(value=f"⚠️ **{err.field}** — {err.message}", visible=True),) + empty[1:]
@@ -289,11 +290,18 @@ def build(name: str, card: str | Path | None = None):
         k = min(max(int(segment or 1), 1), len(preds)) - 1
         image, caption, ngrams = None, "", None
         if page_.explain:
-            try:
-                image, caption = _heatmap(name, preds[k], refs[k][0], options)
-                caption = f"Segment {k + 1}, first reference. " + caption
-            except Exception as err:  # the score stands; say why the picture is missing
-                caption = f"⚠️ No alignment view for segment {k + 1}: {type(err).__name__}: {err}"
+            explained = (result.get("alignments") or [None] * len(preds))[k]
+            where = f"Segment {k + 1}, reference 1 of {len(refs[k])}"
+            if not explained or explained[0] is None:  # an empty prediction: scored as the worst value, no plan
+                caption = f"{where}: no transport plan (an empty prediction gets the worst value)."
+            else:
+                try:
+                    image, caption = _heatmap(explained[0])
+                    combined = "" if len(refs[k]) == 1 else (f" The segment's score, {_fmt(result['scores'][k]):.4f}, "
+                                                             f"combines its {len(refs[k])} references.")
+                    caption = f"{where}. {caption}{combined}"
+                except Exception as err:  # the score stands; say why the picture is missing
+                    caption = f"⚠️ No alignment view for segment {k + 1}: {type(err).__name__}: {err}"
         else:
             seg_w = w[k] if w is not None else None
             o = spec.resolve(make_options(spec, options))
