@@ -14,6 +14,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")          # lm-eval's tasks read local JSONL through datasets
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("MOVERS_SHARED", REPO.parent / "shared"))
@@ -49,3 +50,4 @@ def groups(records: list[dict]) -> dict[str, list[dict]]:
     for r in records:
         out.setdefault(r["group"], []).append(r)
     return out
+
