@@ -15,6 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")          # lm-eval's tasks read local JSONL through datasets
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # MLflow would send usage events
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("MOVERS_SHARED", REPO.parent / "shared"))
