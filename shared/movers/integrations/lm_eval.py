@@ -6,7 +6,9 @@ own (``- metric: movers_twmd``), with the metric's options as further keys of th
 (``idf: true``). lm-eval 0.4 has no plugin entry points, so a task YAML imports this module itself:
 ``metric: !function utils.movers_<slug>`` with the two-line ``utils.py`` of the task folder shipped here
 (:data:`TASKS`, printed by ``movers lm-eval tasks``; point ``--include_path`` at it, or copy ``utils.py``
-beside your own YAML), or ``!function movers.integrations.lm_eval.movers_<slug>`` from anywhere.
+beside your own YAML), or ``!function movers.integrations.lm_eval.movers_<slug>`` from anywhere. In Python,
+``simple_evaluate(tasks=[{...task config...}], task_manager=TaskManager(include_defaults=False))`` after this
+import needs no YAML (and skips indexing lm-eval's own 14,000 task files).
 
 lm-eval calls a metric once per document with ``references=[gold], predictions=[generation]`` and hands
 what it returned, for every document, to the metric's aggregation. Here the per-document function only
