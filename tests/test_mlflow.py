@@ -111,3 +111,8 @@ def test_bad_input_stops_the_evaluation_with_movers_error(store):
     # a bad first row fails MLflow's probe, which wraps every exception: movers' message is quoted
     with pytest.raises(mlflow.exceptions.MlflowException, match=r"twmd: `predictions\[0\]` must be a string"):
         _evaluate(data.iloc[::-1].reset_index(drop=True), [integration.metric("twmd")])
+
+
+def test_a_numeric_column_gets_movers_error_not_a_pandas_one():
+    with pytest.raises(TypeError, match=r"twmd: `predictions\[0\]` must be a string, got float 1.5"):
+        integration.metric("twmd").eval_fn(pd.Series([1.5, 2.0]), pd.Series(["A cat.", "A dog."]))

@@ -27,6 +27,8 @@ import inspect
 import warnings
 from typing import Any
 
+import numpy as np
+
 try:
     import mlflow
     from mlflow.metrics import MetricValue, make_metric
@@ -47,8 +49,9 @@ def signature_tag(name: str) -> str:
 
 
 def _rows(values: Any) -> list[Any]:
-    """A pandas Series (or any sequence) as a list; numpy arrays of references as lists."""
-    return [list(v) if hasattr(v, "tolist") and not isinstance(v, str) else v for v in list(values)]
+    """A pandas Series (or any sequence) as a list: numpy arrays (a row's references) as lists, numpy scalars
+    as Python ones (so that movers' checks name them)."""
+    return [v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v for v in list(values)]
 
 
 def metric(metric: str | MetricSpec, *, name: str | None = None, **options: Any) -> Any:
