@@ -86,8 +86,12 @@ def test_several_references_and_reference_weights_come_from_columns(store):
     data = pd.DataFrame({"prediction": ["The cat sat on the mat.", "A dog barked.", "It is nice."],
                          "reference": refs, "reference_weights": weights})
     result = _evaluate(data, [integration.metric("delta_bleu"), integration.metric("moverscore", name="ms")])
-    assert result.metrics["delta_bleu"] == pytest.approx(
-        movers.delta_bleu(list(data.prediction), refs, reference_weights=weights).score, abs=ATOL)
+    direct = movers.delta_bleu(list(data.prediction), refs, reference_weights=weights)
+    assert result.metrics["delta_bleu"] == pytest.approx(direct.score, abs=ATOL)
+    # ΔBLEU's corpus score comes from the summed n-gram counts, not from the rows' own scores
+    segments = result.tables["eval_results_table"]["delta_bleu/score"]
+    np.testing.assert_allclose(segments, direct.scores, atol=ATOL, rtol=0)
+    assert abs(direct.score - float(np.mean(segments))) > 1.0
     assert result.metrics["ms"] == pytest.approx(movers.moverscore(list(data.prediction), refs).score, abs=ATOL)
     assert "movers.ms.signature" in mlflow.get_run(result.run_id).data.tags
 
