@@ -30,12 +30,16 @@ from collections.abc import Callable
 from typing import Any
 
 try:
-    from inspect_ai._util.registry import registry_name
     from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
     from inspect_ai.solver import TaskState
 except ImportError as err:  # an optional extra
     raise ImportError("movers.integrations.inspect_ai needs inspect-ai: pip install 'movers[inspect]' "
                       "(or pip install inspect-ai).") from err
+try:  # the name Inspect's decorators register (a private helper of 0.3.x)
+    from inspect_ai._util.registry import registry_name as _inspect_name
+except ImportError:  # gone in a later Inspect: trust it to prefix the package
+    def _inspect_name(o: object, name: str) -> str:
+        return f"movers/{name}"
 
 from .. import metrics as registry
 from ..core.spec import MetricSpec
@@ -51,7 +55,7 @@ def _name(function: Callable[..., Any], name: str) -> str:
     """`name` for Inspect's decorators such that the registered name is ``movers/<name>``: Inspect prefixes the
     package of the function when it finds movers installed (site-packages, or an editable install it recognises),
     else the bare name would be registered and ``movers/...`` would not resolve."""
-    return name if registry_name(function, name) == f"{_KEY}/{name}" else f"{_KEY}/{name}"
+    return name if _inspect_name(function, name) == f"{_KEY}/{name}" else f"{_KEY}/{name}"
 
 
 def corpus() -> Metric:
