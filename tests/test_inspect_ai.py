@@ -98,6 +98,15 @@ def test_eval_with_mockllm_reports_the_corpus_score(tmp_path):
 
 
 @pytest.mark.slow
+def test_every_epoch_generation_is_a_segment_of_the_corpus_call(tmp_path):
+    (log,) = inspect_ai.eval(_task(integration.twmd()), model=_mockllm(), epochs=2, log_dir=str(tmp_path),
+                             display="none")
+    preds, refs = _logged(log)
+    assert len(preds) == 2 * len(SAMPLES)  # one logged sample per sample and epoch
+    assert _corpus(log, "twmd") == pytest.approx(movers.twmd(preds, refs).score, abs=ATOL)
+
+
+@pytest.mark.slow
 def test_eval_with_the_local_hf_model(tmp_path):
     folder = build_tiny_lm(tmp_path / "tiny", [t for _, g, ts in SAMPLES for t in [g, *np.atleast_1d(ts)]])
     model = get_model("hf/tiny", config=GenerateConfig(max_tokens=12), model_path=str(folder), device="cpu",
