@@ -12,20 +12,18 @@ import os
 import subprocess
 import warnings
 
+import inspect_ai  # in the test extra: a missing harness fails here, it is not skipped
 import numpy as np
 import pytest
+from inspect_ai.dataset import Sample
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage, get_model
 
 import movers
+import movers.integrations.inspect_ai as integration
 
 from .conftest import venv_with_our_dependencies
 from .tiny_lm import build_tiny_lm
-
-inspect_ai = pytest.importorskip("inspect_ai")  # in the test extra: present in CI
-integration = pytest.importorskip("movers.integrations.inspect_ai")
-
-from inspect_ai.dataset import Sample  # noqa: E402
-from inspect_ai.log import read_eval_log  # noqa: E402
-from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage, get_model  # noqa: E402
 
 ATOL = 1e-9  # the same calls in the same process
 SAMPLES = [  # (prompt, generation, target)

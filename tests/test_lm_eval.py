@@ -17,17 +17,16 @@ import sys
 import warnings
 from pathlib import Path
 
+import lm_eval  # in the test extra: a missing harness fails here, it is not skipped
 import numpy as np
 import pytest
+from lm_eval.api.model import LM
 
 import movers
+import movers.integrations.lm_eval as integration
 
 from .conftest import REPO
 from .tiny_lm import build_tiny_lm
-
-lm_eval = pytest.importorskip("lm_eval")  # in the test extra: present in CI
-integration = pytest.importorskip("movers.integrations.lm_eval")
-LM = pytest.importorskip("lm_eval.api.model").LM
 
 PAIRS = [
     ("The cat", "The cat sat on the mat."),
