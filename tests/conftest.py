@@ -20,6 +20,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")          # lm-eval's tasks read local JSONL through datasets
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # MLflow would send usage events
 os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="movers-tests-hf-")
 atexit.register(shutil.rmtree, os.environ["HF_HOME"], ignore_errors=True)
 os.environ.pop("HF_MODULES_CACHE", None)
@@ -67,3 +69,27 @@ def groups(records: list[dict]) -> dict[str, list[dict]]:
     for r in records:
         out.setdefault(r["group"], []).append(r)
     return out
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory):
+    """A movers wheel built from this checkout (the tests may run against an installed, non-editable movers, as in
+    CI); shared by the tests that install it (the Space build, the Inspect entry point)."""
+    from movers.integrations.space import build_wheel
+
+    return build_wheel(tmp_path_factory.mktemp("wheel"), source=REPO)
+
+
+def venv_with_our_dependencies(folder: Path) -> Path:
+    """A fresh virtual environment whose only extra path is this environment's site-packages (a .pth line, so
+    that torch & co. need no install; .pth files of that folder, e.g. an editable movers, are not run)."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "dependencies-of-the-test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python

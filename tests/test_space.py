@@ -25,7 +25,9 @@ from movers.integrations.app import InputError, parse_inputs
 from movers.integrations.app import page as metric_page
 from movers.metrics.delta_bleu import delta_bleu_ngrams
 from movers import __version__ as _version
-from movers.integrations.space import GRADIO_VERSION, TORCH_VERSION, build, build_wheel
+from movers.integrations.space import GRADIO_VERSION, TORCH_VERSION, build
+
+from .conftest import venv_with_our_dependencies as _venv_with_our_dependencies
 
 REPO = Path(__file__).resolve().parents[1]
 SLUGS = ["moverscore", "sms", "s_wms", "twmd", "lazy_emd", "delta_bleu"]
@@ -112,11 +114,6 @@ def test_delta_bleu_ngrams_by_hand():
 
 # ------------------------------------------------------------------------------------- the build
 
-@pytest.fixture(scope="session")
-def wheel(tmp_path_factory):
-    # From this checkout: the tests may run against an installed (non-editable) movers, as in CI.
-    return build_wheel(tmp_path_factory.mktemp("wheel"), source=REPO)
-
 
 @pytest.fixture(scope="session")
 def spaces(wheel, tmp_path_factory):
@@ -137,19 +134,6 @@ def test_space_folder_holds_what_the_space_runs(slug, spaces, wheel):
     app = (folder / "app.py").read_text()
     compile(app, "app.py", "exec")
     assert f'launch("{slug}", card=HERE / "README.md")' in app
-
-
-def _venv_with_our_dependencies(folder: Path) -> Path:
-    """A fresh virtual environment whose only extra path is this environment's site-packages (a .pth line, so
-    that torch & co. need no install; .pth files of that folder, e.g. an editable movers, are not run)."""
-    import sysconfig
-
-    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
-    python = folder / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    Path(purelib, "dependencies-of-the-test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return python
 
 
 @pytest.mark.slow

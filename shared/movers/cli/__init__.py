@@ -15,6 +15,7 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers bench systems ...         several systems and repeated evaluations, with and without the cache
     movers space build <slug|all> <dir>   Hugging Face Space folders (see movers.space)
     movers cache info|clear [--cache DIR]   an embedding cache folder (movers score --cache DIR, MOVERS_CACHE)
+    movers lm-eval tasks             print the lm-evaluation-harness task folder (lm-eval run --include_path DIR)
     movers --version                 print the version
 """
 from __future__ import annotations
@@ -180,6 +181,21 @@ def _space(argv: list[str]) -> int:
     return run(argv)
 
 
+def _lm_eval(argv: list[str]) -> int:
+    if argv != ["tasks"]:
+        print("usage: movers lm-eval tasks\n  prints the folder of movers' lm-evaluation-harness task template and its "
+              "utils.py, for `lm-eval run --include_path \"$(movers lm-eval tasks)\" --tasks movers_template ...`",
+              file=sys.stdout if argv in (["-h"], ["--help"]) else sys.stderr)
+        return 0 if argv in (["-h"], ["--help"]) else 2
+    try:
+        from ..integrations.lm_eval import TASKS
+    except ImportError as err:
+        print(f"movers lm-eval: error: {err}", file=sys.stderr)
+        return 2
+    print(TASKS)
+    return 0
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one line on stderr (no source line of the library): ``movers: warning: ...``."""
     text = str(message)
@@ -201,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"movers {__version__}")
         return 0
     commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score,
-                "explain": _explain, "space": _space, "cache": _cache}
+                "explain": _explain, "space": _space, "cache": _cache, "lm-eval": _lm_eval}
     if not argv or argv[0] not in commands:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"movers: error: unknown command {argv[0]!r}; the commands are listed below.", file=sys.stderr)
