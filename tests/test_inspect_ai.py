@@ -21,11 +21,12 @@ from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage, get_model
 
 import movers
 import movers.integrations.inspect_ai as integration
+from movers.core.result import REGROUPING_ATOL
 
 from .conftest import venv_with_our_dependencies
 from .tiny_lm import build_tiny_lm
 
-ATOL = 1e-9  # the same calls in the same process
+ATOL = REGROUPING_ATOL  # the harness's in-memory cache holds vectors of earlier calls: other batches
 SAMPLES = [  # (prompt, generation, target)
     ("Describe the cat.", "The cat sat on the mat.", "A cat was sitting on the mat."),
     ("What did the dog do?", "A dog barked loudly at the postman.", "The dog was barking at the mailman."),

@@ -24,6 +24,7 @@ from lm_eval.api.model import LM
 
 import movers
 import movers.integrations.lm_eval as integration
+from movers.core.result import REGROUPING_ATOL
 
 from .conftest import REPO
 from .tiny_lm import build_tiny_lm
@@ -36,7 +37,7 @@ PAIRS = [
     ("The train", "The train left the station early."),
     ("She said", "She said the meeting was over."),
 ]
-ATOL = 1e-9  # the same calls in the same process
+ATOL = REGROUPING_ATOL  # the harness's in-memory cache holds vectors of earlier calls: other batches
 
 
 @pytest.fixture(scope="module")

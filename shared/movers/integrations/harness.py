@@ -15,10 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import metrics as registry
-from ..core.options import check_options
 from ..core.result import Scores
 from ..core.spec import MetricSpec
-from ..pipeline.call import is_empty, make_options
+from ..pipeline.call import checked_options, is_empty
 from ..text.embedding_cache import object_cache_options
 
 __all__ = ["CorpusMetric", "corpus_metric"]
@@ -55,10 +54,7 @@ class CorpusMetric:
         for key in (*_INPUTS, *self.spec.extra_inputs):
             if key in self.options:
                 raise TypeError(f"{self.spec.slug}: `{key}` is an input, not an option; the harness passes it.")
-        resolved = make_options(self.spec, self.options)
-        check_options(self.spec.name(resolved), resolved)
-        self.spec.check(resolved)
-        self.resolved = self.spec.resolve(resolved)
+        self.resolved = checked_options(self.spec, self.options)  # every check a call makes, without inputs
         self._function = registry.function(self.spec)
         self._last: tuple[str, Scores] | None = None
         self._lock = threading.Lock()
