@@ -1,4 +1,4 @@
-"""The documentation site (mkdocs.yml, docs/, movers.integrations.docs): it builds in strict mode with the command
+"""The documentation site (mkdocs.yml, docs/, movers.cli.site): it builds in strict mode with the command
 the docs give (``movers docs --build``), a planted broken link or anchor fails that build, ``movers docs`` serves it
 locally, and the API reference names every public name and every option of every metric, from the declarations.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import movers
-from movers.integrations.docs import include, public_names, reference_pages, relink, site_map
+from movers.cli.site import include, public_names, reference_pages, relink, site_map
 
 from .conftest import REPO
 from .test_cli import _PATH, run

@@ -1,4 +1,6 @@
-"""The documentation site: what MkDocs builds from the repository besides ``docs/``, made when the site is built.
+"""The documentation site (``movers docs``): what MkDocs builds from the repository besides ``docs/``, made when
+the site is built. It sits on top of the layers, beside the command line, because the reference shows the
+command line's usage too.
 
 ``mkdocs.yml`` names ``docs/hooks.py``, which hands three MkDocs events to this module:
 
@@ -34,8 +36,8 @@ from mkdocs.structure.pages import Page
 
 from .. import metrics as registry
 from ..core.spec import MetricSpec
+from ..integrations.cards import option_rows
 from ..pipeline.call import MetricFunction, signature_of
-from .cards import option_rows
 
 __all__ = ["on_config", "on_files", "on_page_markdown", "site_map", "reference_pages", "public_names", "relink",
            "include", "RestRoles", "PublicName"]
