@@ -16,7 +16,7 @@ __all__ = ["main", "mkdocs_command"]
 
 MKDOCS_2_NOTICE = "NO_MKDOCS_2_WARNING"
 """mkdocs-material prints a notice about MkDocs 2.0 and its own end of life on every build; docs/about.md says
-what it means for this site, so the command does not repeat it (set the variable to 0 to see it)."""
+what it means for this site, so the command does not repeat it (set the variable empty to see it)."""
 
 
 def mkdocs_command(repo: Path, *, build: str | None = None, addr: str = "127.0.0.1:8000") -> list[str]:
