@@ -17,6 +17,7 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers space build <slug|all> <dir>   Hugging Face Space folders (see movers.space)
     movers cache info|clear [--cache DIR]   an embedding cache folder (movers score --cache DIR, MOVERS_CACHE)
     movers lm-eval tasks             print the lm-evaluation-harness task folder (lm-eval run --include_path DIR)
+    movers docs [--build DIR]        build the documentation site of this checkout and serve it (offline)
     movers --version                 print the version
 """
 from __future__ import annotations
@@ -206,6 +207,12 @@ def _lm_eval(argv: list[str]) -> int:
     return 0
 
 
+def _docs(argv: list[str]) -> int:
+    from .docs import main as run
+
+    return run(argv)
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one line on stderr (no source line of the library): ``movers: warning: ...``."""
     text = str(message)
@@ -227,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"movers {__version__}")
         return 0
     commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score,
-                "explain": _explain, "space": _space, "cache": _cache, "lm-eval": _lm_eval}
+                "explain": _explain, "space": _space, "cache": _cache, "lm-eval": _lm_eval, "docs": _docs}
     if not argv or argv[0] not in commands:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"movers: error: unknown command {argv[0]!r}; the commands are listed below.", file=sys.stderr)
