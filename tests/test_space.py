@@ -317,12 +317,17 @@ def _drive(browser, slug: str, proc: subprocess.Popen, url: str, log: Path, work
         # the plan the call scored: its number is segment 1's in the table (one segment, one number)
         shown = re.search(r"Transport plan .* as scored in this call: (-?\d+\.\d{4})", caption)
         assert shown and caption.startswith("Segment 1, reference 1 of "), caption
-        first_row = page.locator("#segments tbody tr").first.inner_text()
+        # Gradio draws its table as a grid of cells (no <tr> rows): in the text, the header ends with
+        # "reference(s)", then come segment 1's cells: "1", its score, ...
+        cells = [c.strip() for c in table.split("\n") if c.strip()]
+        start = cells.index("reference(s)") + 1 if "reference(s)" in cells else -1
+        assert 0 < start < len(cells) - 1 and cells[start] == "1", f"{slug}: no segment 1 in the table:\n{table}"
+        first_row = cells[start + 1]  # segment 1's score
         if caption.startswith("Segment 1, reference 1 of 1."):
-            assert shown.group(1) in first_row, f"{slug}: the plan's {shown.group(1)} is not segment 1's ({first_row})"
+            assert shown.group(1) == first_row, f"{slug}: the plan's {shown.group(1)} is not segment 1's ({first_row})"
         else:  # several references: the caption names the segment's combined score, the table's
             combined = re.search(r"The segment's score, (-?\d+\.\d{4}), combines its \d+ references", caption)
-            assert combined and combined.group(1) in first_row, caption
+            assert combined and combined.group(1) == first_row, (caption, first_row)
     else:
         ngrams = page.locator("#ngrams").inner_text()
         assert "yes ," in ngrams and "0.8" in ngrams, ngrams

@@ -170,8 +170,10 @@ class _Sides(Sequence):
 def read_ahead(encoder: Encoder | None) -> bool:
     """Whether a call embeds its next chunk while it solves the current one's transport: on an accelerator
     (the encoder works on the device while the CPU solves; two chunks are alive at once), not on a CPU, where the
-    encoder already uses every core and the chunks run one after the other."""
-    return encoder is not None and encoder.device.type != "cpu"
+    encoder already uses every core and the chunks run one after the other). An encoder object that names no
+    `device` (a hand-made one, as in the tests) is treated as a CPU one."""
+    device = getattr(encoder, "device", None)
+    return device is not None and torch.device(device).type != "cpu"
 
 
 class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
