@@ -65,8 +65,8 @@ def _batch(problems: list[tuple[np.ndarray, np.ndarray, np.ndarray]]):
 
 @pytest.mark.parametrize("accelerate", [True, False])
 @pytest.mark.parametrize("reg", [0.05, 0.009])
-@pytest.mark.parametrize("reg_a,reg_b", [(0.23, 0.31), (1.0, 1.0), (0.1, 1.0), (5.0, 0.05), (INF, 0.5),
-                                         (50.0, 20.0)])
+@pytest.mark.parametrize("reg_a,reg_b", [(0.23, 0.31), (3.68, 4.96), (1.0, 1.0), (0.1, 1.0), (5.0, 0.05),
+                                         (INF, 0.5), (50.0, 20.0)])
 def test_solver_agrees_with_pot_unbalanced(reg, reg_a, reg_b, accelerate):
     """POT's stock ``sinkhorn_unbalanced`` takes the pair ``reg_m=(λa, λb)``; with reg_type="entropy"
     (K = exp(-C/ε), not POT >= 0.9.5's default "kl") both converge to the same plan, with and without
@@ -159,6 +159,103 @@ def test_acceleration_reaches_the_same_optimum_in_far_fewer_iterations(reg_a, re
     assert (10 * fast.iterations <= plain.iterations).all(), (fast.iterations, plain.iterations)
     torch.testing.assert_close(fast.plan, plain.plan, atol=1e-6, rtol=0)
     torch.testing.assert_close(fast.cost, plain.cost, atol=1e-6, rtol=0)
+
+
+def _split_problem(seed: int, rows: tuple[int, int], cols: tuple[int, int]):
+    """Two groups of tokens that never match across (cost 1.9 across, 0.1-0.6 within): the plan splits
+    into two unlinked blocks, each with its own slow translation mode (the case that makes λ >> ε slow)."""
+    rng = np.random.default_rng(seed)
+    (n1, n2), (m1, m2) = rows, cols
+    c = np.full((n1 + n2, m1 + m2), 1.9)
+    c[:n1, :m1], c[n1:, m1:] = rng.uniform(0.1, 0.6, (n1, m1)), rng.uniform(0.1, 0.6, (n2, m2))
+    a, b = rng.uniform(0.2, 1.0, n1 + n2), rng.uniform(0.2, 1.0, m1 + m2)
+    return a / a.sum(), b / b.sum(), c
+
+
+@pytest.mark.parametrize("reg_a,reg_b", [(3.68, 4.96), (10.0, 10.0)])
+def test_overrelaxation_handles_plans_that_split(reg_a, reg_b):
+    """A plan in two unlinked blocks: the global translation step cannot reach each block's own
+    translation, so the plain iterations crawl at rate φa φb (thousands of iterations at the default
+    strengths); the over-relaxed ones stop 10x sooner, at POT's plan."""
+    a, b, c = _split_problem(0, (4, 5), (6, 3))
+    aa, bb, cc = (torch.from_numpy(x)[None] for x in (a, b, c))
+    plain = unbalanced_sinkhorn_batch(aa, bb, cc, reg=0.009, reg_a=reg_a, reg_b=reg_b, tol=1e-9, accelerate=False)
+    fast = unbalanced_sinkhorn_batch(aa, bb, cc, reg=0.009, reg_a=reg_a, reg_b=reg_b, tol=1e-9)
+    assert plain.converged.all() and fast.converged.all()
+    assert 10 * int(fast.iterations[0]) <= int(plain.iterations[0]), (fast.iterations, plain.iterations)
+    expected = ot.unbalanced.sinkhorn_unbalanced(a, b, c, 0.009, (reg_a, reg_b), method="sinkhorn",
+                                                 reg_type="entropy", numItermax=200_000, stopThr=1e-14)
+    np.testing.assert_allclose(fast.plan[0].numpy(), expected, atol=ATOL_SINKHORN * 1e-3, rtol=0)
+
+
+def _repeated_token_problem(seed: int = 113):
+    """A candidate of n0 distinct tokens then one token repeated k times (a run of "....." in a real output)
+    against m reference tokens: random unit vectors in d dimensions, uniform masses, [CLS]/[SEP] at 0. Seed
+    113 (n0 = 12, k = 47, m = 10, d = 5) is one where the unguarded over-relaxation does not converge (a
+    search over seeds found 12 of 200 such cases; real WMT outputs with such runs do the same)."""
+    rng = np.random.default_rng(seed)
+    n0, m, k, d = (int(rng.integers(lo, hi)) for lo, hi in ((5, 30), (8, 40), (10, 60), (4, 16)))
+    y, x = rng.normal(size=(m, d)), rng.normal(size=(n0 + 1, d))
+    x = np.concatenate([x[:n0], np.repeat(x[n0:], k, axis=0)])
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    a, b = np.full(len(x), 1 / (len(x) - 2)), np.full(m, 1 / (m - 2))
+    a[[0, -1]], b[[0, -1]] = 0.0, 0.0
+    return a, b, np.clip(1.0 - x @ y.T, 0.0, 2.0)
+
+
+def test_overrelaxation_safeguard_keeps_convergence(monkeypatch):
+    """Far from the optimum a relaxed sweep can overshoot; on this problem (a run of repeated tokens, as in
+    real outputs) the unguarded ω = 1.88 never converges. The guard undoes any relaxed block that lowers the
+    dual, and the solver stops in a few hundred iterations at POT's plan, alone or in a batch."""
+    import movers.core.transport.unbalanced as unbalanced
+
+    a, b, c = _repeated_token_problem()
+    args = dict(reg=0.009, reg_a=3.68, reg_b=4.96, max_iter=3000)
+    one = _batch([(a, b, c)])  # [CLS]/[SEP] valid with zero mass, as in the metric
+    alone = unbalanced_sinkhorn_batch(*one[:3], valid_a=one[3], valid_b=one[4], **args)
+    assert bool(alone.converged[0]) and int(alone.iterations[0]) <= 300
+    expected = ot.unbalanced.sinkhorn_unbalanced(a, b, c, 0.009, (3.68, 4.96), method="sinkhorn",
+                                                 reg_type="entropy", numItermax=200_000, stopThr=1e-14)
+    np.testing.assert_allclose(alone.plan[0].numpy(), expected, atol=ATOL_SINKHORN * 1e-1, rtol=0)
+    assert abs(float(alone.cost[0]) - float((expected * c).sum())) <= ATOL_SINKHORN * 1e-1
+    others = [_problem(70 + s, n, m) for s, (n, m) in enumerate([(9, 7), (30, 12)])]
+    batch = _batch([others[0], (a, b, c), others[1]])
+    together = unbalanced_sinkhorn_batch(*batch[:3], valid_a=batch[3], valid_b=batch[4], **args)
+    assert int(together.iterations[1]) == int(alone.iterations[0])
+    torch.testing.assert_close(together.plan[1, :len(a), :len(b)], alone.plan[0], atol=1e-14, rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        monkeypatch.setattr(unbalanced, "_DUAL_RTOL", INF)  # never undo a block: the unguarded iterations
+        unguarded = unbalanced_sinkhorn_batch(*one[:3], valid_a=one[3], valid_b=one[4], **args)
+    assert not bool(unguarded.converged[0])
+
+
+@pytest.mark.parametrize("reg_a,reg_b", [(0.23, 0.31), (INF, 2.0), (0.0, 0.5)])
+def test_dual_is_the_hand_formula(reg_a, reg_b):
+    """The guard's dual, -λa Σ a e^(-f/λa) - λb Σ b e^(-g/λb) - ε Σ P with f = ε log u, g = ε log v (λ = ∞:
+    Σ a f; λ = 0: nothing), written out by hand on random scalings with zero-mass entries (-inf)."""
+    from ot.backend import NumpyBackend
+
+    from movers.core.transport.unbalanced import _dual
+
+    eps = 0.009
+    rng = np.random.default_rng(8)
+    a, b, c = _problem(9, 6, 5)
+    lu, lv = rng.normal(0, 3, (2, 6)), rng.normal(0, 3, (2, 5))
+    lu[:, [0, -1]], lv[:, [0, -1]] = -INF, -INF
+    plan = np.exp(lu[:, :, None] + lv[:, None, :] - c / eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        got, scale = _dual(NumpyBackend(), lu, lv, np.log(np.tile(a, (2, 1))), np.log(np.tile(b, (2, 1))),
+                           np.log(plan.sum((1, 2))), eps, reg_a, reg_b)
+    for k in range(2):
+        terms = []
+        for lam, mass, log_s in ((reg_a, a, lu[k]), (reg_b, b, lv[k])):
+            f = eps * log_s[1:-1]
+            terms.append(0.0 if lam == 0 else (mass[1:-1] * f).sum() if lam == INF else
+                         -lam * (mass[1:-1] * np.exp(-f / lam)).sum())
+        assert got[k] == pytest.approx(terms[0] + terms[1] - eps * plan[k].sum(), rel=1e-12)
+        assert scale[k] == pytest.approx(abs(terms[0]) + abs(terms[1]) + eps * plan[k].sum(), rel=1e-12)
 
 
 def test_solver_is_batch_independent():
