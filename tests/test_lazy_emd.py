@@ -321,31 +321,47 @@ def test_large_kl_weights_approach_balanced_sinkhorn():
     assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 2e-3
 
 
-def test_kernel_blocks_equal_the_pure_log_domain_path():
-    """check_every = max_iter runs every iteration by log-sum-exp; the default path (products on the
-    re-stabilised kernel after the first block) reaches the same fixed point."""
+def _log_sum_exp_only(monkeypatch):
+    """Every block by log-sum-exp (the kernel path reports itself out of range): the pure log-domain path."""
+    import movers.core.transport.unbalanced as unbalanced
+
+    monkeypatch.setattr(unbalanced, "_kernel_block", lambda *args, **kwargs: None)
+
+
+@pytest.mark.parametrize("accelerate", [True, False])
+def test_kernel_blocks_equal_the_pure_log_domain_path(monkeypatch, accelerate):
+    """The default path (products on a kernel re-stabilised at each block start, from the first block's
+    second iteration when accelerated) takes the same iterations as the pure log-sum-exp path."""
     problems = [_problem(30 + s, n, m) for s, (n, m) in enumerate([(8, 6), (11, 13)])]
     a, b, c, va, vb = _batch(problems)
-    fast = unbalanced_sinkhorn_batch(a, b, c, reg=0.009, reg_a=0.5, reg_b=0.7, max_iter=4000, tol=1e-14,
-                                     valid_a=va, valid_b=vb)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        pure = unbalanced_sinkhorn_batch(a, b, c, reg=0.009, reg_a=0.5, reg_b=0.7, max_iter=4000, tol=1e-14,
-                                         check_every=4000, valid_a=va, valid_b=vb)
+    args = dict(reg=0.009, reg_a=0.5, reg_b=0.7, max_iter=4000, tol=1e-10, valid_a=va, valid_b=vb,
+                accelerate=accelerate)
+    fast = unbalanced_sinkhorn_batch(a, b, c, **args)
+    _log_sum_exp_only(monkeypatch)
+    pure = unbalanced_sinkhorn_batch(a, b, c, **args)
+    assert fast.converged.all() and (fast.iterations == pure.iterations).all()
     torch.testing.assert_close(fast.plan, pure.plan, atol=1e-12, rtol=1e-9)
 
 
-def test_kernel_underflow_falls_back_to_log_sum_exp():
-    """Costs of 40 with ε = 0.01 (C/ε = 4000): the stabilised kernel cannot represent every row, the
-    block is redone by log-sum-exp, and the result stays finite and equal to the pure log path."""
+def test_kernel_underflow_falls_back_to_log_sum_exp(monkeypatch):
+    """Costs of 80 with ε = 0.01 (C/ε = 8000): within some block a scaling leaves the range the stabilised
+    kernel can carry, that block is redone by log-sum-exp, and the result stays finite and equal to the pure
+    log path."""
+    import movers.core.transport.unbalanced as unbalanced
+
     a, b, c = _problem(9, 6, 7)
-    c = c * 20.0  # costs up to 40
+    c = c * 40.0  # costs up to 80
     aa, bb, cc, va, vb = _batch([(a, b, c)])
-    out = unbalanced_sinkhorn_batch(aa, bb, cc, reg=0.01, reg_a=0.05, reg_b=0.05, tol=1e-12, valid_a=va,
-                                    valid_b=vb)
-    pure = unbalanced_sinkhorn_batch(aa, bb, cc, reg=0.01, reg_a=0.05, reg_b=0.05, tol=1e-12, max_iter=int(
-        out.iterations[0]), check_every=int(out.iterations[0]), valid_a=va, valid_b=vb)
+    args = dict(reg=0.01, reg_a=1.0, reg_b=1.0, tol=1e-10, valid_a=va, valid_b=vb)
+    kernel, redone = unbalanced._kernel_block, []
+    monkeypatch.setattr(unbalanced, "_kernel_block",
+                        lambda *x, **k: (lambda r: redone.append(r is None) or r)(kernel(*x, **k)))
+    out = unbalanced_sinkhorn_batch(aa, bb, cc, **args)
+    assert any(redone) and out.converged.all()
+    _log_sum_exp_only(monkeypatch)
+    pure = unbalanced_sinkhorn_batch(aa, bb, cc, **args)
     assert torch.isfinite(out.plan).all() and torch.isfinite(out.cost).all()
+    assert (out.iterations == pure.iterations).all()
     torch.testing.assert_close(out.plan, pure.plan, atol=1e-12, rtol=1e-8)
 
 

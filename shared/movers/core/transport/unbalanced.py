@@ -179,12 +179,18 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
             gathered = active.shape[0]
         lu0, lv0 = log_u[active], log_v[active]
         steps = min(check_every, max_iter - done)
-        # The first block moves the potentials far from the start: plain log-sum-exp iterations there.
         relaxed = w_star > 1.0 and done > 0
         w = omega[active] if relaxed else None
         s_cost, la, lb, va, vb = sub
-        block = _kernel_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w) if done > 0 else None
-        if block is None:
+        block = None
+        if done > 0:
+            block = _kernel_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w)
+        elif accelerate and steps > 1:
+            # The first iteration moves the potentials far from the start (by log-sum-exp); the kernel
+            # re-stabilised there carries the rest of the first block.
+            first = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu0, lv0, 1, phi_a, phi_b, None)
+            block = _kernel_block(nx, s_cost, la, lb, va, vb, first[2], first[3], steps - 1, phi_a, phi_b, None)
+        if block is None:  # the plain iterations' first block (the original's path), or a kernel out of range
             block = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w)
         lu_prev, lv_prev, lu, lv, log_mass_p = block
         if translate is not None:
