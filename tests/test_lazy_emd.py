@@ -258,6 +258,43 @@ def test_dual_is_the_hand_formula(reg_a, reg_b):
         assert scale[k] == pytest.approx(abs(terms[0]) + abs(terms[1]) + eps * plan[k].sum(), rel=1e-12)
 
 
+def test_groups_of_buckets_change_no_number(monkeypatch):
+    """The formula solves its pairs a group of whole buckets at a time (bounded memory for long texts): the
+    groups partition the buckets in order, and any group size gives the same numbers, bit for bit; the
+    distance is the original's masked sum."""
+    import movers.metrics.lazy_emd as core
+    from movers.core.histogram import Histogram
+    from movers.core.transport import buckets
+
+    rng = np.random.default_rng(4)
+    sizes = [(5, 7), (30, 24), (6, 6), (12, 40), (7, 5), (31, 25), (3, 9), (60, 70)]
+
+    def side(n):
+        mass = np.full(n, 1 / (n - 2))
+        mass[[0, -1]] = 0.0
+        return Histogram([str(i) for i in range(n)], mass, torch.from_numpy(rng.normal(size=(n, 8))))
+
+    pairs = [(side(n), side(m)) for n, m in sizes]
+    monkeypatch.setattr(core, "_SOLVER_BUDGET", 2_000)  # several buckets
+    whole = core.lazy_emd_from_embeddings(pairs, reg_candidate=3.68, reg_reference=4.96, return_plans=True)
+    assert len(core._groups(sizes)) == 1
+    for group_budget in (1, 3_000):
+        monkeypatch.setattr(core, "_GROUP_BUDGET", group_budget)
+        groups = core._groups(sizes)
+        assert len(groups) > 1 and [k for g in groups for k in g] == [k for c in buckets(sizes, budget=2_000)
+                                                                       for k in c]
+        parts = core.lazy_emd_from_embeddings(pairs, reg_candidate=3.68, reg_reference=4.96, return_plans=True)
+        for p, w in zip(parts, whole, strict=True):
+            assert p.score == w.score and p.values == w.values
+            np.testing.assert_array_equal(p.plan, w.plan)
+    paper = core.lazy_emd_from_embeddings(pairs, reg_candidate=3.68, reg_reference=4.96, mask=None,
+                                          return_plans=True)
+    for w, p in zip(whole, paper, strict=True):  # the mask, by hand, on the plan as solved
+        kept = p.plan * (p.cost < MASK_THRESHOLD)
+        assert 0 < kept.sum() < p.plan.sum() and p.score == pytest.approx(float((p.plan * p.cost).sum()), rel=1e-12)
+        assert w.score == pytest.approx(float((kept * p.cost).sum()), rel=1e-12)
+
+
 def test_solver_is_batch_independent():
     """Each problem stops on its own: alone, in a batch, or permuted, the result is the same."""
     problems = [_problem(20 + s, n, m) for s, (n, m) in enumerate([(6, 8), (15, 12), (3, 9), (10, 10)])]

@@ -138,15 +138,17 @@ def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: fl
     if on_cpu:
         state = {k: torch.from_numpy(x) for k, x in state.items()}
     log_u, log_v, iterations, errors = state["log_u"], state["log_v"], state["iterations"], state["errors"]
-    plan = torch.nan_to_num((log_u.unsqueeze(2) + log_v.unsqueeze(1) - scaled).exp(), nan=0.0)
+    # P = exp(log u_i + log v_j - C_ij/ε), built in place in `scaled` (no longer needed): no [B, n, m] copies.
+    plan = scaled.neg_().add_(log_u.unsqueeze(2)).add_(log_v.unsqueeze(1)).exp_().nan_to_num_(nan=0.0)
     converged = errors <= tol
     if not bool(converged.all()):
         bad = torch.nonzero(~converged).flatten().tolist()
         warnings.warn(f"unbalanced_sinkhorn_batch: problems {bad[:10]} not converged after {max_iter} "
                       f"iterations (change {float(errors.max()):.2e} > tol {tol:g}); increase `max_iter` "
                       f"or `reg`.", RuntimeWarning, stacklevel=2)
-    out = Transport(cost=(plan * cost).sum((1, 2)), plan=plan if return_plan else None, converged=converged,
-                    iterations=iterations, error=errors)
+    total = torch.bmm(plan.reshape(n_batch, 1, -1), cost.reshape(n_batch, -1, 1)).reshape(n_batch)  # <P, C>
+    out = Transport(cost=total, plan=plan if return_plan else None, converged=converged, iterations=iterations,
+                    error=errors)
     if as_numpy:
         out = Transport(*(None if x is None else x.numpy() for x in (out.cost, out.plan, out.converged,
                                                                     out.iterations, out.error)))
@@ -175,7 +177,8 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
     done = 0
     while active.shape[0] and done < max_iter:
         if gathered != active.shape[0]:  # re-gather only when problems have dropped out
-            sub = [x[active] for x in (scaled, log_a, log_b, valid_a, valid_b)]
+            whole = (scaled, log_a, log_b, valid_a, valid_b)
+            sub = list(whole) if active.shape[0] == errors.shape[0] else [x[active] for x in whole]
             gathered = active.shape[0]
         lu0, lv0 = log_u[active], log_v[active]
         steps = min(check_every, max_iter - done)
@@ -255,8 +258,8 @@ def _logsumexp_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: floa
     log_ku = lv
     for _ in range(steps):
         lu_prev, lv_prev = lu, lv
-        lu = _relax(nx, lu, _scaling_step(nx, la, va, _nx_lse(nx, lv[:, None, :] - s_cost, -1), phi_a), omega)
-        log_ku = _nx_lse(nx, lu[:, :, None] - s_cost, -2)
+        lu = _relax(nx, lu, _scaling_step(nx, la, va, _lse_minus_cost(nx, s_cost, lv[:, None, :], -1), phi_a), omega)
+        log_ku = _lse_minus_cost(nx, s_cost, lu[:, :, None], -2)
         lv = _relax(nx, lv, _scaling_step(nx, lb, vb, log_ku, phi_b), omega)
     log_mass_p = _nx_lse(nx, nx.where(nx.isfinite(lv), lv + log_ku, -float("inf")), -1)
     return lu_prev, lv_prev, lu, lv, log_mass_p
@@ -290,8 +293,7 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
     on_b = need_b if phi_b > 0 else vb
     zero_a, zero_b = nx.zeros(lu.shape, type_as=lu), nx.zeros(lv.shape, type_as=lv)
     alpha, beta = nx.where(on_a, lu, zero_a), nx.where(on_b, lv, zero_b)
-    kern = nx.where(on_a[:, :, None] & on_b[:, None, :], nx.exp(alpha[:, :, None] + beta[:, None, :] - s_cost),
-                    1.0)
+    kern = _stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b)
     mask_a = nx.where(on_a, 1.0, zero_a)  # 1.0 / 0.0
     mask_b = nx.where(on_b, 1.0, zero_b)
     coef_a = nx.where(on_a, phi_a * la + (phi_a - 1.0) * alpha, zero_a) if phi_a > 0 else None
@@ -328,6 +330,25 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
             nx.where(on_a, lu_t + alpha, neg), nx.where(on_b, lv_t + beta, neg), nx.log(nx.sum(v * ku, axis=-1)))
 
 
+def _stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b):
+    """``exp(α_i + β_j - C_ij/ε)`` where row i and column j have a scaling, 1 elsewhere: one [b, n, m] array,
+    filled in place (the kernel of long texts is tens of MB; each extra pass or copy costs as much as a
+    product with it)."""
+    kern = -s_cost
+    kern += alpha[:, :, None]
+    kern += beta[:, None, :]
+    if isinstance(kern, np.ndarray):
+        np.exp(kern, out=kern)
+    else:
+        kern.exp_()
+    off_a, off_b = ~on_a, ~on_b
+    if bool(off_a.any()):
+        kern[off_a] = 1.0
+    if bool(off_b.any()):
+        nx.transpose(kern, (0, 2, 1))[off_b] = 1.0  # a view: sets the columns
+    return kern
+
+
 def _scaling_step(nx, lmass, valid, log_kv, phi: float):
     """log of ``(mass / Kv)^phi`` on valid positions: phi = 0 gives 1 (even for zero mass), zero mass 0."""
     neg = -float("inf")
@@ -336,6 +357,20 @@ def _scaling_step(nx, lmass, valid, log_kv, phi: float):
     out = phi * (lmass - log_kv)
     # Zero mass (log -inf) -> -inf; a row that reaches no column (log_kv = -inf) transports nothing.
     return nx.where(valid & nx.isfinite(out), out, neg)
+
+
+def _lse_minus_cost(nx, s_cost, shift, axis: int):
+    """``_nx_lse(shift - s_cost, axis)`` (the same numbers) in one [b, n, m] array, worked in place."""
+    x = -s_cost
+    x += shift
+    top = nx.max(x, axis=axis, keepdims=True)
+    top = nx.where(nx.isfinite(top), top, nx.zeros(top.shape, type_as=top))
+    x -= top
+    if isinstance(x, np.ndarray):
+        np.exp(x, out=x)
+    else:
+        x.exp_()
+    return nx.log(nx.sum(x, axis=axis)) + nx.squeeze(top, axis=axis)
 
 
 def _nx_lse(nx, x, axis: int):
@@ -365,7 +400,7 @@ def _check_unbalanced(a: Tensor, b: Tensor, cost: Tensor, reg: float, reg_a: flo
                          f"{tuple(a.shape)}, {tuple(b.shape)}, {tuple(cost.shape)}.")
     if not (torch.isfinite(a).all() and torch.isfinite(b).all()) or (a < 0).any() or (b < 0).any():
         raise ValueError(f"{name}: masses `a` and `b` must be finite and non-negative.")
-    if not torch.isfinite(cost).all():
+    if not (torch.isfinite(cost.sum()) or torch.isfinite(cost).all()):  # a finite sum has finite terms
         raise ValueError(f"{name}: `cost` must be finite.")
     if not (isinstance(reg, (int, float)) and 0 < reg < float("inf")):
         raise ValueError(f"{name}: `reg` must be a finite number > 0, got {reg!r}.")
