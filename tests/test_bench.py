@@ -625,10 +625,10 @@ def test_validation_render_marks_intervals_and_flips_the_original_pair():
 
 
 def test_validation_blocks_are_the_saved_figures():
-    """Each validated metric's card and the README hold the blocks rendered from cards/validation/*.json: run
+    """Each validated metric's card and the benchmarks page hold the blocks rendered from cards/validation/*.json: run
     `movers bench validation --render cards/validation --write` after a new validation run."""
     import movers
-    from movers.bench.validation import load_results, render_card, render_summary, sync
+    from movers.bench.validation import SUMMARY_PAGE, load_results, render_card, render_summary, sync
 
     from .conftest import REPO
 
@@ -639,16 +639,16 @@ def test_validation_blocks_are_the_saved_figures():
         if spec.original_options is not None:
             card = (REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8")
             assert sync(card, render_card(runs, spec.title), slug) == card, f"cards/{slug}.md: stale validation block"
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert sync(readme, render_summary(runs), "README") == readme, "README.md: stale validation block"
+    page = (REPO / SUMMARY_PAGE).read_text(encoding="utf-8")
+    assert sync(page, render_summary(runs), SUMMARY_PAGE) == page, f"{SUMMARY_PAGE}: stale validation block"
 
 
 def test_validation_plot_draws_every_encoder(tmp_path):
-    """The README's picture comes from the saved figures: one panel per encoder (drawn afresh here; the committed
+    """The benchmarks page's picture comes from the saved figures: one panel per encoder (drawn afresh here; the committed
     PNG is rewritten by `--render --write`)."""
     from PIL import Image
 
-    from movers.bench.validation import PLOT, load_results, render_plot
+    from movers.bench.validation import PLOT, SUMMARY_PAGE, load_results, render_plot
 
     from .conftest import REPO
 
@@ -656,7 +656,7 @@ def test_validation_plot_draws_every_encoder(tmp_path):
     render_plot(runs, tmp_path / PLOT)
     with Image.open(tmp_path / PLOT) as fresh, Image.open(REPO / "cards" / PLOT) as committed:
         assert fresh.size == committed.size and fresh.size[0] > 500 * len(runs)
-    assert f"](cards/{PLOT})" in (REPO / "README.md").read_text(encoding="utf-8")
+    assert f"](../cards/{PLOT})" in (REPO / SUMMARY_PAGE).read_text(encoding="utf-8")  # docs/ -> cards/
 
 
 @pytest.mark.slow

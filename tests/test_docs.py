@@ -1,4 +1,6 @@
-"""Docs that cannot drift: every code block of README.md and the cards runs here, and its printed output is compared.
+"""Docs that cannot drift: every code block of README.md, the cards and the site's pages (``docs/**/*.md``) runs here,
+and its printed output is compared. (The site's generated pages, the API reference, hold no examples: they are
+written from the declarations when the site is built, ``tests/test_site.py``.)
 
 Rules for a fenced block (``tests/test_docs.py`` is their only reader):
 
@@ -31,7 +33,7 @@ import pytest
 
 from .conftest import REPO
 
-DOCS = [REPO / "README.md", *sorted((REPO / "cards").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "cards").glob("*.md")), *sorted((REPO / "docs").rglob("*.md"))]
 RUN = {"python", "console"}
 PROSE = {"text", "bibtex", "json", "yaml"}
 _FENCE = re.compile(r"^```([A-Za-z]*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
@@ -50,7 +52,7 @@ class Block:
 
     @property
     def id(self) -> str:
-        return f"{self.path.name}:{self.line}:{self.lang or '?'}"
+        return f"{self.path.relative_to(REPO).as_posix()}:{self.line}:{self.lang or '?'}"
 
 
 def _blocks(path: Path) -> list[Block]:
@@ -163,7 +165,7 @@ _PRINTED_VERSION = re.compile(r"[|](tf|torch|pot|sacrebleu):([^|\s\"]+)")
 
 
 def test_every_printed_signature_names_the_same_library_versions():
-    """A user copies the docs' signatures: one version per library across README and cards, and a warning
+    """A user copies the docs' signatures: one version per library across README, cards and pages, and a warning
     (not a failure: a new release must not turn a fresh install red) when it is not the installed one."""
     import ot
     import sacrebleu
@@ -205,3 +207,11 @@ def test_the_readme_table_lists_every_registered_metric():
     table = text[text.index("| module |"):].split("\n\n", 1)[0]
     named = re.findall(r"`([a-z_]+)`", "\n".join(line.split("|")[1] for line in table.splitlines()[2:]))
     assert sorted(named) == sorted(movers.metrics.slugs()), named
+
+
+def test_the_readme_is_a_front_page():
+    """The README is the front page (what movers is, the two commands, an example of each API, the metric table,
+    links into the site); the manual is the site (docs/, tests/test_site.py). 250 lines at most."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move the detail to a page under docs/"
+    assert "## Two commands" in lines and any(line.startswith("](docs/") or "](docs/" in line for line in lines)

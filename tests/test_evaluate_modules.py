@@ -94,7 +94,7 @@ def test_registered_bare_name_loads_offline_in_a_new_process(tmp_path):
     env.pop("MOVERS_NO_AUTOREGISTER", None)
     env.pop("HF_MODULES_CACHE", None)
     code = "import evaluate; evaluate.load('moverscore')"
-    # what README and cards state: without the import, in a fresh cache, evaluate's own error (no movers in it)
+    # what docs/evaluate.md and the cards state: without the import, in a fresh cache, evaluate's own error (no movers in it)
     before = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert before.returncode == 1 and "Couldn't find a module script" in before.stderr, before.stderr[-2000:]
     assert "doesn't exist on the Hugging Face Hub either" in before.stderr
@@ -153,7 +153,7 @@ def test_add_batch_then_compute_equals_one_compute(name):
 
 
 def test_readme_trainer_compute_metrics_pattern():
-    """The README's compute_metrics: -100 in gathered predictions and labels, batch_decode, compute."""
+    """The docs' compute_metrics (docs/evaluate.md): -100 in gathered predictions and labels, batch_decode, compute."""
     import numpy as np
     import transformers
 
@@ -166,7 +166,7 @@ def test_readme_trainer_compute_metrics_pattern():
     from .test_trainer import readme_trainer_snippet
 
     namespace = {"tokenizer": tokenizer}
-    exec(compile(readme_trainer_snippet(), "README.md:Trainer", "exec"), namespace)
+    exec(compile(readme_trainer_snippet(), "docs/evaluate.md:Trainer", "exec"), namespace)
     compute_metrics = namespace["compute_metrics"]
     assert compute_metrics((preds, labels)) == {"moverscore": 1.0, "twmd": pytest.approx(1.0, abs=1e-6)}
 

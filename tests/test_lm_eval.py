@@ -1,8 +1,8 @@
 """movers.integrations.lm_eval in real lm-evaluation-harness runs (offline, CPU).
 
 ``simple_evaluate`` on a tiny local GPT-2 (built in the test) and a 6-row local JSONL task with two movers
-metrics, then the ``lm-eval`` command of the README on the shipped task template. Expected values are direct
-``movers.<slug>`` calls on the generations and references lm-eval logged; the corpus number differs from the
+metrics, then the ``lm-eval`` command of docs/harnesses.md on the shipped task template. Expected values are
+direct ``movers.<slug>`` calls on the generations and references lm-eval logged; the corpus number differs from the
 mean of the pairs scored one by one where the metric's corpus rule says it must (TWMD's batch centring,
 MoverScore's per-call IDF). Bad input, empty generations and the embedding cache go through a stand-in
 model that returns fixed generations (an ``lm_eval.api.model.LM``).
@@ -103,8 +103,7 @@ def test_simple_evaluate_reports_the_corpus_score_of_the_logged_generations(tiny
 
 
 def readme_lm_eval_command() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## In LLM evaluation harnesses"):]
+    section = (REPO / "docs" / "harnesses.md").read_text(encoding="utf-8")
     return " ".join(re.search(r"```bash\n(lm-eval run .*?)```", section, re.S).group(1).replace("\\\n", " ").split())
 
 

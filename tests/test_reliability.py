@@ -345,6 +345,6 @@ def test_a_truncated_registered_script_is_repaired_on_import(tmp_path):
     assert hashlib.sha256(scripts[0].read_bytes()).hexdigest() == hashlib.sha256(whole).hexdigest()
 
 
-def test_the_readme_states_the_limit_in_force():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    assert f"longer than {MAX_TEXT_CHARS:,} characters (`movers.core.validation.MAX_TEXT_CHARS`" in readme
+def test_the_docs_state_the_limit_in_force():
+    rules = (Path(__file__).resolve().parents[1] / "docs" / "inputs.md").read_text(encoding="utf-8")
+    assert f"longer than {MAX_TEXT_CHARS:,} characters (`movers.core.validation.MAX_TEXT_CHARS`" in rules

@@ -1,6 +1,6 @@
-"""The README's Trainer snippet, run for real: a tiny seq2seq model built locally, Seq2SeqTrainer with
+"""The docs' Trainer snippet (docs/evaluate.md), run for real: a tiny seq2seq model built locally, Seq2SeqTrainer with
 predict_with_generate=True, a few training steps and an evaluation, with normal and with all-empty
-generations. The compute_metrics code is read from README.md and executed as is.
+generations. The compute_metrics code is read from docs/evaluate.md and executed as is.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ PAIRS = [
 
 
 def readme_trainer_snippet() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### In a transformers `Trainer`"):]
+    text = (REPO / "docs" / "evaluate.md").read_text(encoding="utf-8")
+    section = text[text.index("## In a transformers `Trainer`"):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
@@ -63,10 +63,10 @@ def _run(only_eos: bool):
     data = data.map(encode, batched=True, remove_columns=["source", "target"])
 
     namespace = {"tokenizer": tokenizer}
-    exec(compile(readme_trainer_snippet(), "README.md:Trainer", "exec"), namespace)
+    exec(compile(readme_trainer_snippet(), "docs/evaluate.md:Trainer", "exec"), namespace)
     seen = []
 
-    def compute_metrics(eval_preds):  # records the raw arrays, then runs the README's function
+    def compute_metrics(eval_preds):  # records the raw arrays, then runs the docs' function
         seen.append(eval_preds)
         return namespace["compute_metrics"](eval_preds)
 

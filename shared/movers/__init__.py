@@ -25,6 +25,7 @@ from .integrations.hub import module_names as module_names
 from .integrations.hub import register as register
 
 __version__ = "0.1.0"
+"""The version of movers (a signature's ``v:`` field)."""
 
 # name -> submodule that defines it; resolved lazily (PEP 562) so `import movers` stays cheap. The metric
 # functions and their exports (e.g. `TwmdCentering`) come from the registry, `movers.metrics`.

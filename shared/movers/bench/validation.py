@@ -2,7 +2,7 @@
 
     movers bench validation --out bench-out/validation                      # the bundled MiniLM
     movers bench validation --model DIR --encoder all-mpnet-base-v2 --out bench-out/validation-mpnet
-    movers bench validation --render cards/validation --write               # the tables in the cards and README
+    movers bench validation --render cards/validation --write               # the tables in the cards and docs
 
 Rows: every metric that declares ``original_options`` (:class:`movers.core.spec.MetricSpec`) at its default,
 beside it the original implementation's settings where the default departs from them, and BERTScore F1
@@ -15,7 +15,8 @@ their default GloVe vectors) score the same in every column.
 
 A run saves one small JSON per encoder (figures only, no per-segment scores; the scores stay in
 ``<out>/scores``). ``--render DIR --write`` turns the JSON files in DIR into a generated block in each row's
-card and a summary block in the README; the tests check the blocks against the JSON files.
+card and a summary block on the benchmarks page (:data:`SUMMARY_PAGE`); the tests check the blocks against the
+JSON files.
 """
 from __future__ import annotations
 
@@ -29,14 +30,16 @@ from .. import metrics as registry
 from .suite import run_suite
 
 __all__ = ["rows", "run_validation", "render_card", "render_summary", "render_plot", "main", "BEGIN", "END", "BASE",
-           "LEVELS", "PLOT"]
+           "LEVELS", "PLOT", "SUMMARY_PAGE"]
 
 BASE = "BERTScore F1"
 LEVELS = ("segment", "system")
 BEGIN = "<!-- validation: generated from cards/validation/*.json by `movers bench validation --render` -->"
 END = "<!-- /validation -->"
 PLOT = "validation.png"
-"""The picture `--render --write` draws beside the cards (the README shows it)."""
+"""The picture `--render --write` draws beside the cards (the benchmarks page shows it)."""
+SUMMARY_PAGE = "docs/benchmarks.md"
+"""The page, relative to the checkout, that holds the summary block and shows the picture."""
 
 
 def rows(model: str | None = None, layers: int | None = None) -> list[tuple[str, str, dict, str | None]]:
@@ -178,7 +181,7 @@ def render_card(runs: list[dict], title: str) -> str:
 
 
 def render_summary(runs: list[dict]) -> str:
-    """The README's block: per validation set and encoder, BERTScore F1 and the best movers default at the
+    """The benchmarks page's block: per validation set and encoder, BERTScore F1 and the best movers default at the
     segment level, with the paired difference (the goal of issue 22: not below BERTScore)."""
     lines = [BEGIN, "", "| set | encoder | BERTScore F1 | best movers default | Δ (paired 95% interval) | "
                         "not below BERTScore |", "|---|---|---|---|---|---|"]
@@ -253,8 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--render", metavar="DIR", help="render the JSON files in DIR instead of scoring")
-    p.add_argument("--write", action="store_true", help="with --render: rewrite the blocks in cards/ and README.md")
-    p.add_argument("--repo", default=".", help="with --write: the checkout holding cards/ and README.md")
+    p.add_argument("--write", action="store_true",
+                   help=f"with --render: rewrite the blocks in cards/ and {SUMMARY_PAGE}")
+    p.add_argument("--repo", default=".", help=f"with --write: the checkout holding cards/ and {SUMMARY_PAGE}")
     args = p.parse_args(argv)
     if args.render:
         runs = load_results(Path(args.render))
@@ -263,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         repo = Path(args.repo)
         targets = {repo / "cards" / f"{slug}.md": render_card(runs, registry.get(slug).title)
                    for slug in registry.slugs() if registry.get(slug).original_options is not None}
-        targets[repo / "README.md"] = render_summary(runs)
+        targets[repo / SUMMARY_PAGE] = render_summary(runs)
         for path, block in targets.items():
             if args.write:
                 path.write_text(sync(path.read_text(encoding="utf-8"), block, str(path)), encoding="utf-8")

@@ -9,13 +9,15 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers bench correlation ...     metric vs human judgments (see movers.bench.correlation)
     movers bench suite ...           settings over every development / validation set (movers.bench.suite)
     movers bench validation ...      the final validation tables: full sets, both levels, vs BERTScore
-    movers bench speed ...           side-by-side timings (vs the original where there is one; --generic: any metric)
+    movers bench speed ...           side-by-side timings (vs the original where there is one; --generic: any metric;
+                                     --lengths 50,200,800,2000: every metric by text length)
     movers bench baselines ...       recompute the shipped rescaling baselines (movers/data/baselines.json)
     movers bench scale ...           peak memory vs corpus size, throughput with 1 and 2 processes
     movers bench systems ...         several systems and repeated evaluations, with and without the cache
     movers space build <slug|all> <dir>   Hugging Face Space folders (see movers.space)
     movers cache info|clear [--cache DIR]   an embedding cache folder (movers score --cache DIR, MOVERS_CACHE)
     movers lm-eval tasks             print the lm-evaluation-harness task folder (lm-eval run --include_path DIR)
+    movers docs [--build DIR]        build the documentation site of this checkout and serve it (offline)
     movers --version                 print the version
 """
 from __future__ import annotations
@@ -106,6 +108,7 @@ def _bench(argv: list[str]) -> int:
               "  movers bench validation [--model DIR --encoder NAME] | --render DIR [--write]\n"
               "  movers bench speed --metric SLUG [options of that benchmark]   (vs the original)\n"
               "  movers bench speed --generic --metric SLUG [...] [--against DIR]   (time, memory, floor)\n"
+              "  movers bench speed --lengths 50,200,800,2000 [--threads N] [--metric SLUG ...]   (long texts)\n"
               "  movers bench scale [options]   (peak memory vs corpus size, throughput)\n"
               "  movers bench systems [--metric SLUG]   (16 systems, repeated evaluations; embedding cache)\n"
               "  movers bench baselines [--pairs N --out FILE]   (the shipped rescaling baselines)")
@@ -137,6 +140,14 @@ def _bench(argv: list[str]) -> int:
         return validation(rest)
     from .. import metrics as registry
 
+    if "--lengths" in rest:  # every metric by text length, beside the floor and bert-score
+        from ..bench.lengths import main as by_length
+
+        try:
+            return by_length(rest)
+        except FileNotFoundError as e:
+            print(f"movers bench speed: error: {e}", file=sys.stderr)
+            return 2
     if "--generic" in rest:  # time and peak memory of any metric, beside the encoder floor (and other trees)
         from ..bench.speed import main as generic
 
@@ -196,6 +207,12 @@ def _lm_eval(argv: list[str]) -> int:
     return 0
 
 
+def _docs(argv: list[str]) -> int:
+    from .docs import main as run
+
+    return run(argv)
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one line on stderr (no source line of the library): ``movers: warning: ...``."""
     text = str(message)
@@ -217,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"movers {__version__}")
         return 0
     commands = {"demo": _demo, "register": _register, "bench": _bench, "score": _score,
-                "explain": _explain, "space": _space, "cache": _cache, "lm-eval": _lm_eval}
+                "explain": _explain, "space": _space, "cache": _cache, "lm-eval": _lm_eval, "docs": _docs}
     if not argv or argv[0] not in commands:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"movers: error: unknown command {argv[0]!r}; the commands are listed below.", file=sys.stderr)

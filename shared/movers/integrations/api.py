@@ -25,7 +25,8 @@ def explain(metric: Metric, prediction: Any, reference: Any, **options: Any) -> 
 
     Args:
         metric: A registered metric with a transport plan (``movers.metrics.slugs(plans=True)``).
-        prediction, reference: The two texts (for SMS-like metrics also lists of sentences).
+        prediction: The prediction's text (for SMS-like metrics also a list of sentences).
+        reference: The reference's text (for SMS-like metrics also a list of sentences).
         **options: The metric's keyword options (same names and defaults as ``movers.<metric>``).
     Returns:
         An :class:`~movers.core.explanation.Explanation` whose ``score`` equals

@@ -18,7 +18,7 @@ from ..core.validation import MAX_TEXT_CHARS
 from ..pipeline.call import make_options
 from .evaluate_module import CORPUS, configurations
 
-__all__ = ["options_table", "sync", "BEGIN", "END"]
+__all__ = ["options_table", "option_rows", "sync", "BEGIN", "END"]
 
 BEGIN = "<!-- options: generated from the metric's declaration by `python -m movers.integrations.cards --write` -->"
 END = "<!-- /options -->"
@@ -34,27 +34,34 @@ def _worst(spec: MetricSpec) -> str:
     return "inf" if isinstance(value, float) and math.isinf(value) else format(value, "g")
 
 
-def options_table(spec: MetricSpec) -> str:
-    """The card's option table: every option of the spec, in declaration order, with its default."""
-    lines = [BEGIN, "", "| option | type | default | what it does |", "|---|---|---|---|"]
+def option_rows(spec: MetricSpec) -> list[str]:
+    """Every option of the spec as a Markdown table, in declaration order, with its type, default and
+    documentation (the card's table and the API reference's)."""
+    lines = ["| option | type | default | what it does |", "|---|---|---|---|"]
     for f in spec.options:
         doc = f.info.doc
         if f.name == "empty_predictions":
             doc += f" The worst value at the default options: {_worst(spec)}."
         runtime = " Runtime only: never changes a score." if f.info.runtime and "untime only" not in doc else ""
         lines.append(f"| `{f.name}` | {_cell(type_text(f.hint))} | `{f.default!r}` | {_cell(doc + runtime)} |")
+    return lines
+
+
+def options_table(spec: MetricSpec) -> str:
+    """The card's option table: every option of the spec, in declaration order, with its default."""
+    lines = [BEGIN, "", *option_rows(spec)]
     lines += ["", f"Every text passes one check in both APIs, `score_stream` and the command line: at most "
               f"{MAX_TEXT_CHARS:,} characters (`movers.core.validation.MAX_TEXT_CHARS`; the environment variable "
               f"`MOVERS_MAX_TEXT_CHARS` raises it), refused before tokenisation, and valid code points only (a lone "
               f"surrogate is an error naming its position). One module object may be shared by threads: "
-              f"`compute(predictions=..., references=...)` calls never share state (README, *Threads*)."]
+              f"`compute(predictions=..., references=...)` calls never share state (docs/evaluate.md, *Threads*)."]
     configs = ", ".join(f"`{c}`" for c in configurations(spec))
     lines += ["", f"evaluate configurations: {configs}. The `{CORPUS}` twins (`evaluate.load(\"{spec.slug}\", "
               f"\"{CORPUS}\")`) return only the float scalars (`score` and the corpus-level values) and keep the "
               f"signature as the module's `last_signature`, so that evaluate's "
               f"`evaluator(...).compute(strategy=\"bootstrap\")`, which resamples every key it gets, works; that "
               f"bootstrap takes one reference per prediction. As a torchmetrics `Metric` (Lightning, exact under "
-              f"DDP): `movers.torchmetrics.{spec.class_title()}(**options)` (README, *Lightning / torchmetrics*)."]
+              f"DDP): `movers.torchmetrics.{spec.class_title()}(**options)` (docs/lightning.md)."]
     return "\n".join([*lines, "", END])
 
 

@@ -42,6 +42,7 @@ import torch
 from ..core.explanation import Explanation, plot_explanation
 from ..core.histogram import Alignment, Histogram, unit_rows
 from ..core.options import Widget, option
+from ..core.parallel import transport_threads
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, format_float, library_versions, nrefs_label
 from ..core.spec import Inputs, Output
@@ -130,7 +131,7 @@ def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, re
                              mask: float | None = MASK_THRESHOLD,
                              solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = "sinkhorn",
                              max_iter: int = 200_000, tol: float = 1e-6, device: torch.device | str | None = None,
-                             return_plans: bool = False) -> list[Alignment]:
+                             return_plans: bool = False, threads: int = 1) -> list[Alignment]:
     """The formula, for aligned (prediction, reference) token histograms.
 
     With unit vectors x̂ (prediction, rows, masses μ) and ŷ (reference, columns, masses ν) and
@@ -139,7 +140,8 @@ def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, re
     iterations; "emd": the exact balanced plan, the original's WMD baseline), plan entries with
     ``C >= mask`` are zeroed (the original's post-solve mask; None: none), and the distance is ``<C, P*>``
     (``score`` and ``distance``; ``values``: ``converged``, ``iterations``, ``masked_out``: the mask
-    removed every plan entry, a distance 0 from no match at all).
+    removed every plan entry, a distance 0 from no match at all). `threads` size buckets are solved at once
+    (never changes a number).
     """
     out: list[Alignment | None] = [None] * len(pairs)
     for group in _groups([(len(h.mass), len(r.mass)) for h, r in pairs]):
@@ -157,7 +159,7 @@ def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, re
                 warnings.simplefilter("ignore", RuntimeWarning)  # reported once, per segment, by the caller
                 solved = solve_ragged(unbalanced_sinkhorn_batch, a, b, costs, budget=_SOLVER_BUDGET, device=device,
                                       reg=reg, reg_a=reg_candidate, reg_b=reg_reference, max_iter=max_iter,
-                                      tol=tol, accelerate=solver == "sinkhorn")
+                                      tol=tol, accelerate=solver == "sinkhorn", threads=threads)
         for k, t, c in zip(group, solved, costs, strict=True):
             out[k] = _scored(t, c, mask, return_plans)
         del costs, solved
@@ -389,7 +391,8 @@ class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
         return lazy_emd_from_embeddings(pairs, reg=o.reg, reg_candidate=o.reg_candidate,
                                         reg_reference=o.reg_reference, mask=ctx.threshold, solver=o.solver,
                                         max_iter=o.max_iter, tol=o.tol, device=ctx.encoder.device,
-                                        return_plans=o.return_plans or o.return_matching)
+                                        return_plans=o.return_plans or o.return_matching,
+                                        threads=transport_threads(o.transport_threads))
 
     def cost_label(self, ctx: LazyEmdContext) -> str:
         return "1 - cos"

@@ -168,13 +168,16 @@ def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors
     keep = moverscore_kept(tokens, special, remove_subwords=remove_subwords, remove_punctuation=remove_punctuation,
                            stops=stops)
     vecs = vectors.to(torch.float64).numpy() if isinstance(vectors, torch.Tensor) else np.asarray(vectors, np.float64)
-    if n_gram == 1:
-        wins = [[p] for p in keep]
+    if n_gram == 1:  # one position per point: the same numbers as the windows below, without a loop per token
+        idx = np.asarray(keep, dtype=np.int64)
+        mass = np.asarray(weights, dtype=np.float64)[idx]
+        points = mass[:, None] * vecs[idx]
+        labels = [tokens[p] for p in keep]
     else:
         wins = [keep[s:s + n_gram] for s in range(max(1, len(keep) - n_gram + 1))] if keep else []
-    mass = np.array([weights[w].sum() for w in wins], dtype=np.float64)
-    points = np.stack([(weights[w, None] * vecs[w]).sum(0) for w in wins]) if wins else vecs[:0]
-    labels = [" ".join(tokens[p] for p in w) for w in wins]
+        mass = np.array([weights[w].sum() for w in wins], dtype=np.float64)
+        points = np.stack([(weights[w, None] * vecs[w]).sum(0) for w in wins]) if wins else vecs[:0]
+        labels = [" ".join(tokens[p] for p in w) for w in wins]
     positive = np.flatnonzero(mass > 0)
     return Histogram([labels[k] for k in positive], mass[positive], unit_rows(points[positive]))
 
@@ -212,6 +215,7 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
     empty_message = ("have a side with no weighted token (all filtered, or idf 0); the largest cost is used "
                      "(the worst score), see the card.")
     formula_step = 1
+    parallel_pairs = True  # POT's network simplex per pair releases the GIL
     module_examples = """
     >>> moverscore = evaluate.load("moverscore")
     >>> results = moverscore.compute(predictions=["The cat sat on the mat."],

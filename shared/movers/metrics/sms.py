@@ -255,6 +255,7 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
     empty_message = ("have a document with no kept word (no alphabetic non-stop-word token with a vector): score "
                      "0.0 (distance inf), the worst.")
     formula_step = 1
+    parallel_pairs = True  # POT's network simplex per pair releases the GIL
     module_examples = """
     >>> sms = evaluate.load("sms")
     >>> results = sms.compute(predictions=["The cat sat on the mat. It was happy."],

@@ -137,9 +137,10 @@ def twmd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, temper
     positive). A pair with an empty side is not solved (``empty``, ``values["empty"]`` names the side).
     Pairs are padded and solved in buckets of similar size; `batch_size` and `device` change no value.
     """
-    def sides(x: Tensor, xm: Tensor, y: Tensor, ym: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+    def sides(x: Tensor, xm: Tensor, y: Tensor, ym: Tensor, plan: bool = False
+              ) -> tuple[Tensor, Tensor, Tensor | None]:
         return tempered_sides(x, xm, y, ym, temperature=temperature, mode=MODES[variant], iterations=iterations,
-                              relaxed=relaxed)
+                              relaxed=relaxed, return_plan=plan)
 
     out: list[Alignment] = [_empty_pair(len(h), len(r)) for h, r in pairs]
     solvable = [k for k, (h, r) in enumerate(pairs) if len(h) and len(r)]
@@ -153,8 +154,8 @@ def twmd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, temper
         # its self-similarity, so its score is exactly 1.
         both, mask = (t.to(device) for t in pad([cand[k] for k in ids] + [ref[k] for k in ids]))
         x, y, xm, ym = both[: len(ids)], both[len(ids):], mask[: len(ids)], mask[len(ids):]
-        (c_cr, r_cr, cross_plan), (c_cc, r_cc, _), (c_rr, r_rr, _) = sides(x, xm, y, ym), sides(x, xm, x, xm), \
-            sides(y, ym, y, ym)
+        (c_cr, r_cr, cross_plan), (c_cc, r_cc, _), (c_rr, r_rr, _) = sides(x, xm, y, ym, return_plans), \
+            sides(x, xm, x, xm), sides(y, ym, y, ym)
         values = [_normalised(num, a, b) for num, a, b in ((c_cr, c_cc, c_rr), (r_cr, r_cc, r_rr),
                   (_harmonic(c_cr, r_cr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr)))]
         for b, k in enumerate(ids):

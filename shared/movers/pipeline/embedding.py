@@ -19,10 +19,13 @@ A metric file supplies the hooks; nothing here names a metric.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import warnings
 from abc import abstractmethod
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
 
@@ -32,6 +35,7 @@ from ..core import progress
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment, Histogram
 from ..core.options import option
+from ..core.parallel import solver, transport_threads
 from ..core.references import CHUNK, ReferenceGroups, segment_chunks
 from ..core.result import Scores
 from ..core.scope import current_scope
@@ -90,6 +94,10 @@ class EmbeddingOptions:
         at most (movers.REGROUPING_ATOL).""", low=1, integer=True, runtime=True)
     device: str | None = option(None, """None (the current CUDA device if there is one, else CPU) or a torch
         device such as "cpu" or "cuda:0"; runtime only.""", runtime=True)
+    transport_threads: int | None = option(None, """Transport problems solved at once, on threads (pairs of the
+        exact solvers, size buckets of the batched ones); None: $MOVERS_TRANSPORT_THREADS, else torch's thread
+        count. Runtime only: every problem is solved as it would be alone, so the results are the same bits.""",
+                                           low=1, integer=True, runtime=True)
     verbose: bool = option(False, "One progress bar for the call (encoding and transport); runtime only.",
                            runtime=True)
     return_plans: bool = option(False, """Add extra["alignments"]: per segment and reference, a
@@ -159,6 +167,13 @@ class _Sides(Sequence):
         return hyp, self.metric.histogram(self.ctx, self.stats, self.chunk.references[k], mu_r, False)
 
 
+def read_ahead(encoder: Encoder | None) -> bool:
+    """Whether a call embeds its next chunk while it solves the current one's transport: on an accelerator
+    (the encoder works on the device while the CPU solves; two chunks are alive at once), not on a CPU, where the
+    encoder already uses every core and the chunks run one after the other."""
+    return encoder is not None and encoder.device.type != "cpu"
+
+
 class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
     """A metric that compares embedded texts as histograms: the hooks below, and :meth:`run`."""
 
@@ -166,6 +181,9 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
     """The warning for segments with an empty side (after the name and the segment list)."""
     formula_step: ClassVar[int | None] = None
     """Pairs per formula call (progress granularity for per-pair formulas); None: the whole chunk."""
+    parallel_pairs: ClassVar[bool] = False
+    """The formula solves each pair on its own and releases the GIL (POT's exact solver): the pipeline then
+    solves ``transport_threads`` pairs at once (:mod:`movers.core.parallel`), in order, with the same results."""
 
     # ------------------------------------------------------------------------------------ hooks
 
@@ -269,21 +287,39 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
         centred = not (isinstance(mode, str) and mode == "none")
         pairs: list[Alignment] = []
         explained: list[Explanation] = []
-        for chunk_range in chunks:
-            chunk = first if first is not None else self._load(ctx, preds, refs, chunk_range)
-            first = None
-            means = centring_means(mode, *self._centring_data(ctx, chunk), chunk.group.owner, k,
-                                   dim=ctx.dim)[:2] if centred else None
-            sides = _Sides(self, ctx, stats, chunk, means)
-            step = self.formula_step or max(len(sides), 1)
-            for start in range(0, len(sides), step):
-                aligned = self.formula(ctx, sides[start:start + step])
-                if self.wants_plans(o):
-                    explained += [Explanation.of(name, *sides[start + j], pair, cost_label=self.cost_label(ctx))
-                                  for j, pair in enumerate(aligned)]
-                pairs += aligned
-                progress.pairs_done(len(aligned))
-            del chunk, sides, means  # before the next chunk is embedded
+        threads = transport_threads(o.transport_threads) if self.parallel_pairs else 1
+        ahead = read_ahead(ctx.encoder) and len(chunks) > 1
+        with solver(threads) as pool, ThreadPoolExecutor(1) if ahead else contextlib.nullcontext() as loader:
+            pending: Future[Chunk] | None = None
+            for index, chunk_range in enumerate(chunks):
+                if first is not None:
+                    chunk = first
+                elif pending is not None:
+                    chunk = pending.result()
+                else:
+                    chunk = self._load(ctx, preds, refs, chunk_range)
+                first = None
+                if loader is not None and index + 1 < len(chunks):
+                    pending = loader.submit(contextvars.copy_context().run, self._load, ctx, preds, refs,
+                                            chunks[index + 1])
+                means = centring_means(mode, *self._centring_data(ctx, chunk), chunk.group.owner, k,
+                                       dim=ctx.dim)[:2] if centred else None
+                sides = _Sides(self, ctx, stats, chunk, means)
+                # a few pairs queued per thread: their histograms are alive at once (bounded by the step)
+                step = (self.formula_step or max(len(sides), 1)) * (2 * pool.threads if pool.threads > 1 else 1)
+                for start in range(0, len(sides), step):
+                    batch = sides[start:start + step]
+                    if pool.threads > 1:
+                        aligned = [a for part in pool.map(lambda pair: self.formula(ctx, [pair]), batch)
+                                   for a in part]
+                    else:
+                        aligned = self.formula(ctx, batch)
+                    if self.wants_plans(o):
+                        explained += [Explanation.of(name, *batch[j], pair, cost_label=self.cost_label(ctx))
+                                      for j, pair in enumerate(aligned)]
+                    pairs += aligned
+                    progress.pairs_done(len(aligned))
+                del chunk, sides, means  # before the next chunk is embedded
         pairs, explained = scope.gather(pairs), scope.gather(explained)
         self.report(ctx, groups, pairs)
         segments = self.segments(ctx, groups, pairs, explained)

@@ -8,9 +8,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .. import parallel
 from .common import Transport
 
 __all__ = ["pad", "buckets", "solve_ragged"]
+
+_CPU = torch.device("cpu")
 
 
 def pad(items: Sequence[Tensor], *, value: float = 0.0) -> tuple[Tensor, Tensor]:
@@ -52,7 +55,8 @@ def buckets(shapes: Sequence[tuple[int, int]], *, budget: int, max_size: int | N
 
 
 def solve_ragged(solver: Callable[..., Transport], a: Sequence, b: Sequence, costs: Sequence, *,
-                 budget: int = 1 << 22, device: torch.device | str | None = None, **options: Any) -> list[Transport]:
+                 budget: int = 1 << 22, device: torch.device | str | None = None, threads: int = 1,
+                 **options: Any) -> list[Transport]:
     """Solve problems of different sizes with a batched solver: bucketed by :func:`buckets`, padded with
     zero mass (`valid_a`/`valid_b` masks mark the real rows and columns), solved, and cut back.
 
@@ -63,11 +67,14 @@ def solve_ragged(solver: Callable[..., Transport], a: Sequence, b: Sequence, cos
         budget: Padded entries per solver call (bounds memory; other buckets change a result by float64
             rounding at most).
         device: Where to solve (default: the inputs' device).
+        threads: Buckets solved at once (:mod:`movers.core.parallel`); each is solved as it would be alone,
+            so the count never changes a number. On a GPU buckets run one after another.
     Returns:
         One :class:`Transport` per problem, in input order, on the CPU: scalar fields and ``plan`` [n_k, m_k].
     """
     out: list[Transport | None] = [None] * len(costs)
-    for chunk in buckets([tuple(costs[k].shape) for k in range(len(costs))], budget=budget):
+
+    def solve(chunk: list[int]) -> None:
         cost_b, _ = pad([costs[k] for k in chunk])
         a_b, valid_a = pad([a[k] for k in chunk])
         b_b, valid_b = pad([b[k] for k in chunk])
@@ -81,4 +88,10 @@ def solve_ragged(solver: Callable[..., Transport], a: Sequence, b: Sequence, cos
                                plan=None if plan is None else plan[row, :n, :m].clone(),
                                converged=bool(res.converged[row]), iterations=int(res.iterations[row]),
                                error=float(res.error[row]))
+
+    plan_of = list(buckets([tuple(costs[k].shape) for k in range(len(costs))], budget=budget))
+    where = {torch.device(device).type} if device is not None else {getattr(c, "device", _CPU).type for c in costs}
+    on_cpu = where <= {"cpu"}
+    with parallel.solver(threads if on_cpu else 1) as pool:
+        pool.map(solve, plan_of)
     return out  # type: ignore[return-value]

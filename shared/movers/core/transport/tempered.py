@@ -74,16 +74,36 @@ def smoothed_max_sides(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, tempe
     return rows.sum(1) / n, cols.sum(1) / m
 
 
+def _side_value(logits: Tensor, sim: Tensor, dims: tuple[int, ...], count: Tensor) -> Tensor:
+    """``<plan, sim>`` of one side without keeping its plan: the log-normalisations over `dims` in turn, done in
+    place on one copy of the logits (one [B, n, m] buffer instead of one per step), then ``exp``, times the
+    similarities, summed, over `count` (the side's real token count, [B])."""
+    x = logits.clone()
+    for dim in dims:
+        lse = torch.logsumexp(x, dim=dim, keepdim=True)
+        x.sub_(torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse)))  # all -inf (padding) stays -inf
+    return x.exp_().mul_(sim).sum((1, 2)) / count
+
+
 def tempered_sides(x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, *, temperature: float,
                    mode: Literal["sinkhorn", "softmax"] = "sinkhorn", iterations: int = 1,
-                   relaxed: Literal["expectation", "logsumexp"] = "expectation"
+                   relaxed: Literal["expectation", "logsumexp"] = "expectation", return_plan: bool = True
                    ) -> tuple[Tensor, Tensor, Tensor | None]:
     """Side values of padded batches of unit vectors x [B, n, d] and y [B, m, d] with ``S = x yᵀ``:
     (candidate side [B], reference side [B], candidate-side plan [B, n, m]; None for the smoothed
-    maximum, which has no plan; ``relaxed`` applies to the softmax mode)."""
+    maximum, which has no plan, and when `return_plan` is False; ``relaxed`` applies to the softmax mode).
+
+    The values are computed the same way whether or not the plan is asked for (so a text met with itself gives
+    bitwise its self-similarity either way); the plan is the :func:`tempered_plans` one."""
     sim = torch.bmm(x, y.transpose(1, 2))
     if mode == "softmax" and relaxed == "logsumexp":
         return (*smoothed_max_sides(sim, x_mask, y_mask, temperature=temperature), None)
-    cand_plan, ref_plan = tempered_plans(sim, x_mask, y_mask, temperature=temperature, mode=mode,
-                                         iterations=iterations)
-    return (cand_plan * sim).sum((1, 2)), (ref_plan * sim).sum((1, 2)), cand_plan
+    logits = _logits(sim, x_mask, y_mask, temperature)
+    n = x_mask.sum(1).clamp_min(1).to(sim.dtype)
+    m = y_mask.sum(1).clamp_min(1).to(sim.dtype)
+    # candidate side: over candidate tokens, then reference tokens (Sinkhorn), or one softmax over references
+    cand_dims, ref_dims = ((1, 2) * iterations, (2, 1) * iterations) if mode == "sinkhorn" else ((2,), (1,))
+    cand, ref = _side_value(logits, sim, cand_dims, n), _side_value(logits, sim, ref_dims, m)
+    plan = tempered_plans(sim, x_mask, y_mask, temperature=temperature, mode=mode, iterations=iterations)[0] \
+        if return_plan else None
+    return cand, ref, plan

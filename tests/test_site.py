@@ -1,0 +1,196 @@
+"""The documentation site (mkdocs.yml, docs/, movers.cli.site): it builds in strict mode with the command
+the docs give (``movers docs --build``), a planted broken link or anchor fails that build, ``movers docs`` serves it
+locally, and the API reference names every public name and every option of every metric, from the declarations.
+
+The examples on the pages run in tests/test_docs.py; the built pages are checked here.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import movers
+from movers.cli.site import include, public_names, reference_pages, relink, site_map
+
+from .conftest import REPO
+from .test_cli import _PATH, run
+
+pytest.importorskip("mkdocs", reason="the docs extra (part of the test extra) builds the site")
+pytest.importorskip("mkdocstrings")
+
+
+def _build(repo: Path, site: Path) -> subprocess.CompletedProcess:
+    return run("docs", "--build", str(site), "--repo", str(repo))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site built from this checkout by the documented command, in strict mode."""
+    out = tmp_path_factory.mktemp("site") / "site"
+    start = time.perf_counter()
+    proc = _build(REPO, out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(f"site built in {time.perf_counter() - start:.1f} s")
+    return out
+
+
+def _copy_of_the_sources(tmp_path: Path) -> Path:
+    """What the build reads: the config, the pages, the README, the cards and the package source (docstrings)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in ("mkdocs.yml", "README.md"):
+        shutil.copy(REPO / name, repo / name)
+    ignore = shutil.ignore_patterns("__pycache__")
+    for name in ("docs", "cards"):
+        shutil.copytree(REPO / name, repo / name, ignore=ignore)
+    shutil.copytree(REPO / "shared" / "movers", repo / "shared" / "movers", ignore=ignore)
+    return repo
+
+
+def test_the_site_builds_with_every_page(site):
+    pages = {p.parent.relative_to(site).as_posix() for p in site.rglob("index.html")}
+    written = {p.relative_to(REPO / "docs").with_suffix("").as_posix().removesuffix("/index").removesuffix("index")
+               for p in (REPO / "docs").rglob("*.md")}
+    cards = {Path(page).with_suffix("").as_posix() for page in site_map(REPO).values() if page.endswith(".md")}
+    expected = {"." if p in ("", "index") else p for p in written | cards | {
+        Path(p).with_suffix("").as_posix().removesuffix("/index") for p in reference_pages(REPO)}}
+    assert expected <= pages, sorted(expected - pages)
+    for picture in [p for p in site_map(REPO).values() if p.endswith(".png")]:
+        assert (site / picture).is_file(), picture
+    front = (site / "index.html").read_text(encoding="utf-8")
+    assert "Two commands" in front and 'href="getting-started/#what-the-signature-means"' in front
+
+
+@pytest.mark.parametrize("planted, complaint", [
+    ("[a page that is not there](no-such-page.md)", "no-such-page.md"),
+    ("[a section that is not there](cli.md#no-such-section)", "no-such-section"),
+    ("[a repository file that is not a page](../tests/test_site.py)", "test_site.py"),
+])
+def test_a_broken_internal_link_fails_the_build(tmp_path, planted, complaint):
+    repo = _copy_of_the_sources(tmp_path)
+    page = repo / "docs" / "getting-started.md"
+    page.write_text(page.read_text(encoding="utf-8") + f"\nSee {planted}.\n", encoding="utf-8")
+    proc = _build(repo, tmp_path / "site")
+    assert proc.returncode != 0, "the strict build accepted a broken link"
+    assert "Aborted with" in proc.stdout + proc.stderr and complaint in proc.stderr, proc.stdout + proc.stderr[-3000:]
+
+
+def test_the_copy_builds_without_the_planted_link(tmp_path):
+    """The failures above come from the planted link, not from the copy."""
+    proc = _build(_copy_of_the_sources(tmp_path), tmp_path / "site")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_nested_lists_are_indented_by_four_spaces():
+    """GitHub and the Hub nest a list item indented by 2 or 3 spaces; Python-Markdown (the site) needs 4 and
+    otherwise flattens the list. Four spaces nest on both."""
+    bad = []
+    for path in [REPO / "README.md", *sorted((REPO / "cards").glob("*.md")), *sorted((REPO / "docs").rglob("*.md"))]:
+        fenced = False
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            fenced = fenced != line.startswith("```")
+            indent = len(line) - len(line.lstrip(" "))
+            if not fenced and indent % 4 and re.match(r" +([-*+]|\d+\.) ", line):
+                bad.append(f"{path.relative_to(REPO)}:{number}")
+    assert not bad, bad
+
+
+def test_the_api_reference_lists_every_public_name(site):
+    names = public_names()
+    assert [n.name for n in names] == list(movers.__all__)
+    index = reference_pages(REPO)["reference/index.md"]
+    html = {page: (site / "reference" / page / "index.html").read_text(encoding="utf-8") for page in ("api", "metrics")}
+    for entry in names:
+        assert f"[`movers.{entry.name}`]" in index, entry.name
+        page = "metrics" if entry.kind == "metric" else "api"
+        assert f'id="{entry.path}"' in html[page], f"no section for movers.{entry.name} ({entry.path})"
+    assert not re.search(r":(class|func|meth|data|mod|attr):", html["api"]), "a reST role reached the page"
+
+
+def test_the_api_reference_lists_every_option_with_its_default(site):
+    text = reference_pages(REPO)["reference/metrics.md"]
+    html = (site / "reference" / "metrics" / "index.html").read_text(encoding="utf-8")
+    for spec in movers.metrics.specs():
+        section = text[text.index(f"## `movers.{spec.slug}`"):]
+        section = section[:section.find("\n## ", 1) if "\n## " in section[1:] else len(section)]
+        for f in spec.options:
+            row = f"| `{f.name}` | "
+            assert row in section, f"{spec.slug}: option {f.name} missing"
+            line = section[section.index(row):].split("\n", 1)[0]
+            assert f"| `{f.default!r}` | " in line and " ".join(f.info.doc.split())[:40] in line, line
+        assert f'id="movers.{spec.slug}"' in html
+
+
+def test_a_metric_registered_later_gets_its_reference_section():
+    from .test_declared_metric import ToyWmd
+
+    movers.metrics.register(ToyWmd())
+    try:
+        text = reference_pages(REPO)["reference/metrics.md"]
+    finally:
+        movers.metrics.unregister("toy_wmd")
+    assert "## `movers.toy_wmd` {#movers.toy_wmd}" in text
+    assert "| `layer` | int | `-1` | hidden_states index (-1 = the last layer). |" in text
+
+
+def test_links_written_for_github_point_to_the_site_pages():
+    mapping = {"README.md": "index.md", "cards/twmd.md": "metrics/twmd.md", "cards/p.png": "metrics/p.png"}
+    text = ("[card](../../cards/twmd.md#options) ![plot](../../cards/p.png) [page](cli.md#x) [out](https://x.org/a.md)"
+            " `[code](../../cards/twmd.md)` [test](../../tests/t.py)\n```python\nx = [a](../../cards/twmd.md)\n```\n")
+    got = relink(text, "docs/sub/page.md", "sub/page.md", mapping)
+    assert got.startswith("[card](../metrics/twmd.md#options) ![plot](../metrics/p.png) [page](cli.md#x) "
+                          "[out](https://x.org/a.md) `[code](../../cards/twmd.md)` [test](../../tests/t.py)\n")
+    assert "x = [a](../../cards/twmd.md)" in got  # code blocks are left alone
+    assert relink("[docs](docs/cli.md) [card](cards/twmd.md)", "README.md", "index.md", mapping) == \
+        "[docs](cli.md) [card](metrics/twmd.md)"
+
+
+def test_include_inserts_a_section_with_its_links_re_pointed(tmp_path):
+    (tmp_path / "README.md").write_text("# T\n\n## Two commands\n\nRun [it](docs/cli.md).\n\n```bash\n# not a heading"
+                                        "\n```\n\n## Next\n\nno\n", encoding="utf-8")
+    page = "Intro\n\n<!-- include: ../README.md#two-commands -->\n\nEnd\n"
+    got = include(page, "docs/start.md", "start.md", tmp_path, {"README.md": "index.md"})
+    assert got == "Intro\n\nRun [it](cli.md).\n\n```bash\n# not a heading\n```\n\nEnd\n"
+
+
+def test_movers_docs_serves_the_site_offline(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "movers", "docs", "--addr", f"127.0.0.1:{port}", "--repo",
+                             str(REPO)], env={**os.environ, **_PATH}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, page = time.monotonic() + 300, None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/reference/metrics/", timeout=5) as r:
+                    page = r.read().decode("utf-8")
+                break
+            except OSError:
+                time.sleep(1)
+        assert page is not None, proc.stderr.read()[-3000:] if proc.poll() is not None else "no answer in 300 s"
+        assert 'id="movers.moverscore"' in page and "fonts.googleapis.com" not in page
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def test_movers_docs_outside_a_checkout_says_where_to_run_it(tmp_path):
+    proc = run("docs", "--build", str(tmp_path / "site"), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("movers docs: error: no mkdocs.yml in "), proc.stderr
+
+
+def test_the_docs_extra_is_in_the_test_extra():
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert set(extras["docs"]) <= set(extras["test"]), "CI installs the test extra: it must build the site"
