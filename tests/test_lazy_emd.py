@@ -65,8 +65,8 @@ def _batch(problems: list[tuple[np.ndarray, np.ndarray, np.ndarray]]):
 
 @pytest.mark.parametrize("accelerate", [True, False])
 @pytest.mark.parametrize("reg", [0.05, 0.009])
-@pytest.mark.parametrize("reg_a,reg_b", [(0.23, 0.31), (1.0, 1.0), (0.1, 1.0), (5.0, 0.05), (INF, 0.5),
-                                         (50.0, 20.0)])
+@pytest.mark.parametrize("reg_a,reg_b", [(0.23, 0.31), (3.68, 4.96), (1.0, 1.0), (0.1, 1.0), (5.0, 0.05),
+                                         (INF, 0.5), (50.0, 20.0)])
 def test_solver_agrees_with_pot_unbalanced(reg, reg_a, reg_b, accelerate):
     """POT's stock ``sinkhorn_unbalanced`` takes the pair ``reg_m=(λa, λb)``; with reg_type="entropy"
     (K = exp(-C/ε), not POT >= 0.9.5's default "kl") both converge to the same plan, with and without
@@ -161,6 +161,140 @@ def test_acceleration_reaches_the_same_optimum_in_far_fewer_iterations(reg_a, re
     torch.testing.assert_close(fast.cost, plain.cost, atol=1e-6, rtol=0)
 
 
+def _split_problem(seed: int, rows: tuple[int, int], cols: tuple[int, int]):
+    """Two groups of tokens that never match across (cost 1.9 across, 0.1-0.6 within): the plan splits
+    into two unlinked blocks, each with its own slow translation mode (the case that makes λ >> ε slow)."""
+    rng = np.random.default_rng(seed)
+    (n1, n2), (m1, m2) = rows, cols
+    c = np.full((n1 + n2, m1 + m2), 1.9)
+    c[:n1, :m1], c[n1:, m1:] = rng.uniform(0.1, 0.6, (n1, m1)), rng.uniform(0.1, 0.6, (n2, m2))
+    a, b = rng.uniform(0.2, 1.0, n1 + n2), rng.uniform(0.2, 1.0, m1 + m2)
+    return a / a.sum(), b / b.sum(), c
+
+
+@pytest.mark.parametrize("reg_a,reg_b", [(3.68, 4.96), (10.0, 10.0)])
+def test_overrelaxation_handles_plans_that_split(reg_a, reg_b):
+    """A plan in two unlinked blocks: the global translation step cannot reach each block's own
+    translation, so the plain iterations crawl at rate φa φb (thousands of iterations at the default
+    strengths); the over-relaxed ones stop 10x sooner, at POT's plan."""
+    a, b, c = _split_problem(0, (4, 5), (6, 3))
+    aa, bb, cc = (torch.from_numpy(x)[None] for x in (a, b, c))
+    plain = unbalanced_sinkhorn_batch(aa, bb, cc, reg=0.009, reg_a=reg_a, reg_b=reg_b, tol=1e-9, accelerate=False)
+    fast = unbalanced_sinkhorn_batch(aa, bb, cc, reg=0.009, reg_a=reg_a, reg_b=reg_b, tol=1e-9)
+    assert plain.converged.all() and fast.converged.all()
+    assert 10 * int(fast.iterations[0]) <= int(plain.iterations[0]), (fast.iterations, plain.iterations)
+    expected = ot.unbalanced.sinkhorn_unbalanced(a, b, c, 0.009, (reg_a, reg_b), method="sinkhorn",
+                                                 reg_type="entropy", numItermax=200_000, stopThr=1e-14)
+    np.testing.assert_allclose(fast.plan[0].numpy(), expected, atol=ATOL_SINKHORN * 1e-3, rtol=0)
+
+
+def _repeated_token_problem(seed: int = 113):
+    """A candidate of n0 distinct tokens then one token repeated k times (a run of "....." in a real output)
+    against m reference tokens: random unit vectors in d dimensions, uniform masses, [CLS]/[SEP] at 0. Seed
+    113 (n0 = 12, k = 47, m = 10, d = 5) is one where the unguarded over-relaxation does not converge (a
+    search over seeds found 12 of 200 such cases; real WMT outputs with such runs do the same)."""
+    rng = np.random.default_rng(seed)
+    n0, m, k, d = (int(rng.integers(lo, hi)) for lo, hi in ((5, 30), (8, 40), (10, 60), (4, 16)))
+    y, x = rng.normal(size=(m, d)), rng.normal(size=(n0 + 1, d))
+    x = np.concatenate([x[:n0], np.repeat(x[n0:], k, axis=0)])
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    a, b = np.full(len(x), 1 / (len(x) - 2)), np.full(m, 1 / (m - 2))
+    a[[0, -1]], b[[0, -1]] = 0.0, 0.0
+    return a, b, np.clip(1.0 - x @ y.T, 0.0, 2.0)
+
+
+def test_overrelaxation_safeguard_keeps_convergence(monkeypatch):
+    """Far from the optimum a relaxed sweep can overshoot; on this problem (a run of repeated tokens, as in
+    real outputs) the unguarded ω = 1.88 never converges. The guard undoes any relaxed block that lowers the
+    dual, and the solver stops in a few hundred iterations at POT's plan, alone or in a batch."""
+    import movers.core.transport.unbalanced as unbalanced
+
+    a, b, c = _repeated_token_problem()
+    args = dict(reg=0.009, reg_a=3.68, reg_b=4.96, max_iter=3000)
+    one = _batch([(a, b, c)])  # [CLS]/[SEP] valid with zero mass, as in the metric
+    alone = unbalanced_sinkhorn_batch(*one[:3], valid_a=one[3], valid_b=one[4], **args)
+    assert bool(alone.converged[0]) and int(alone.iterations[0]) <= 300
+    expected = ot.unbalanced.sinkhorn_unbalanced(a, b, c, 0.009, (3.68, 4.96), method="sinkhorn",
+                                                 reg_type="entropy", numItermax=200_000, stopThr=1e-14)
+    np.testing.assert_allclose(alone.plan[0].numpy(), expected, atol=ATOL_SINKHORN * 1e-1, rtol=0)
+    assert abs(float(alone.cost[0]) - float((expected * c).sum())) <= ATOL_SINKHORN * 1e-1
+    others = [_problem(70 + s, n, m) for s, (n, m) in enumerate([(9, 7), (30, 12)])]
+    batch = _batch([others[0], (a, b, c), others[1]])
+    together = unbalanced_sinkhorn_batch(*batch[:3], valid_a=batch[3], valid_b=batch[4], **args)
+    assert int(together.iterations[1]) == int(alone.iterations[0])
+    torch.testing.assert_close(together.plan[1, :len(a), :len(b)], alone.plan[0], atol=1e-14, rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        monkeypatch.setattr(unbalanced, "_DUAL_RTOL", INF)  # never undo a block: the unguarded iterations
+        unguarded = unbalanced_sinkhorn_batch(*one[:3], valid_a=one[3], valid_b=one[4], **args)
+    assert not bool(unguarded.converged[0])
+
+
+@pytest.mark.parametrize("reg_a,reg_b", [(0.23, 0.31), (INF, 2.0), (0.0, 0.5)])
+def test_dual_is_the_hand_formula(reg_a, reg_b):
+    """The guard's dual, -λa Σ a e^(-f/λa) - λb Σ b e^(-g/λb) - ε Σ P with f = ε log u, g = ε log v (λ = ∞:
+    Σ a f; λ = 0: nothing), written out by hand on random scalings with zero-mass entries (-inf)."""
+    from ot.backend import NumpyBackend
+
+    from movers.core.transport.unbalanced import _dual
+
+    eps = 0.009
+    rng = np.random.default_rng(8)
+    a, b, c = _problem(9, 6, 5)
+    lu, lv = rng.normal(0, 3, (2, 6)), rng.normal(0, 3, (2, 5))
+    lu[:, [0, -1]], lv[:, [0, -1]] = -INF, -INF
+    plan = np.exp(lu[:, :, None] + lv[:, None, :] - c / eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        got, scale = _dual(NumpyBackend(), lu, lv, np.log(np.tile(a, (2, 1))), np.log(np.tile(b, (2, 1))),
+                           np.log(plan.sum((1, 2))), eps, reg_a, reg_b)
+    for k in range(2):
+        terms = []
+        for lam, mass, log_s in ((reg_a, a, lu[k]), (reg_b, b, lv[k])):
+            f = eps * log_s[1:-1]
+            terms.append(0.0 if lam == 0 else (mass[1:-1] * f).sum() if lam == INF else
+                         -lam * (mass[1:-1] * np.exp(-f / lam)).sum())
+        assert got[k] == pytest.approx(terms[0] + terms[1] - eps * plan[k].sum(), rel=1e-12)
+        assert scale[k] == pytest.approx(abs(terms[0]) + abs(terms[1]) + eps * plan[k].sum(), rel=1e-12)
+
+
+def test_groups_of_buckets_change_no_number(monkeypatch):
+    """The formula solves its pairs a group of whole buckets at a time (bounded memory for long texts): the
+    groups partition the buckets in order, and any group size gives the same numbers, bit for bit; the
+    distance is the original's masked sum."""
+    import movers.metrics.lazy_emd as core
+    from movers.core.histogram import Histogram
+    from movers.core.transport import buckets
+
+    rng = np.random.default_rng(4)
+    sizes = [(5, 7), (30, 24), (6, 6), (12, 40), (7, 5), (31, 25), (3, 9), (60, 70)]
+
+    def side(n):
+        mass = np.full(n, 1 / (n - 2))
+        mass[[0, -1]] = 0.0
+        return Histogram([str(i) for i in range(n)], mass, torch.from_numpy(rng.normal(size=(n, 8))))
+
+    pairs = [(side(n), side(m)) for n, m in sizes]
+    monkeypatch.setattr(core, "_SOLVER_BUDGET", 2_000)  # several buckets
+    whole = core.lazy_emd_from_embeddings(pairs, reg_candidate=3.68, reg_reference=4.96, return_plans=True)
+    assert len(core._groups(sizes)) == 1
+    for group_budget in (1, 3_000):
+        monkeypatch.setattr(core, "_GROUP_BUDGET", group_budget)
+        groups = core._groups(sizes)
+        assert len(groups) > 1 and [k for g in groups for k in g] == [k for c in buckets(sizes, budget=2_000)
+                                                                       for k in c]
+        parts = core.lazy_emd_from_embeddings(pairs, reg_candidate=3.68, reg_reference=4.96, return_plans=True)
+        for p, w in zip(parts, whole, strict=True):
+            assert p.score == w.score and p.values == w.values
+            np.testing.assert_array_equal(p.plan, w.plan)
+    paper = core.lazy_emd_from_embeddings(pairs, reg_candidate=3.68, reg_reference=4.96, mask=None,
+                                          return_plans=True)
+    for w, p in zip(whole, paper, strict=True):  # the mask, by hand, on the plan as solved
+        kept = p.plan * (p.cost < MASK_THRESHOLD)
+        assert 0 < kept.sum() < p.plan.sum() and p.score == pytest.approx(float((p.plan * p.cost).sum()), rel=1e-12)
+        assert w.score == pytest.approx(float((kept * p.cost).sum()), rel=1e-12)
+
+
 def test_solver_is_batch_independent():
     """Each problem stops on its own: alone, in a batch, or permuted, the result is the same."""
     problems = [_problem(20 + s, n, m) for s, (n, m) in enumerate([(6, 8), (15, 12), (3, 9), (10, 10)])]
@@ -224,31 +358,47 @@ def test_large_kl_weights_approach_balanced_sinkhorn():
     assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 2e-3
 
 
-def test_kernel_blocks_equal_the_pure_log_domain_path():
-    """check_every = max_iter runs every iteration by log-sum-exp; the default path (products on the
-    re-stabilised kernel after the first block) reaches the same fixed point."""
+def _log_sum_exp_only(monkeypatch):
+    """Every block by log-sum-exp (the kernel path reports itself out of range): the pure log-domain path."""
+    import movers.core.transport.unbalanced as unbalanced
+
+    monkeypatch.setattr(unbalanced, "_kernel_block", lambda *args, **kwargs: None)
+
+
+@pytest.mark.parametrize("accelerate", [True, False])
+def test_kernel_blocks_equal_the_pure_log_domain_path(monkeypatch, accelerate):
+    """The default path (products on a kernel re-stabilised at each block start, from the first block's
+    second iteration when accelerated) takes the same iterations as the pure log-sum-exp path."""
     problems = [_problem(30 + s, n, m) for s, (n, m) in enumerate([(8, 6), (11, 13)])]
     a, b, c, va, vb = _batch(problems)
-    fast = unbalanced_sinkhorn_batch(a, b, c, reg=0.009, reg_a=0.5, reg_b=0.7, max_iter=4000, tol=1e-14,
-                                     valid_a=va, valid_b=vb)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        pure = unbalanced_sinkhorn_batch(a, b, c, reg=0.009, reg_a=0.5, reg_b=0.7, max_iter=4000, tol=1e-14,
-                                         check_every=4000, valid_a=va, valid_b=vb)
+    args = dict(reg=0.009, reg_a=0.5, reg_b=0.7, max_iter=4000, tol=1e-10, valid_a=va, valid_b=vb,
+                accelerate=accelerate)
+    fast = unbalanced_sinkhorn_batch(a, b, c, **args)
+    _log_sum_exp_only(monkeypatch)
+    pure = unbalanced_sinkhorn_batch(a, b, c, **args)
+    assert fast.converged.all() and (fast.iterations == pure.iterations).all()
     torch.testing.assert_close(fast.plan, pure.plan, atol=1e-12, rtol=1e-9)
 
 
-def test_kernel_underflow_falls_back_to_log_sum_exp():
-    """Costs of 40 with ε = 0.01 (C/ε = 4000): the stabilised kernel cannot represent every row, the
-    block is redone by log-sum-exp, and the result stays finite and equal to the pure log path."""
+def test_kernel_underflow_falls_back_to_log_sum_exp(monkeypatch):
+    """Costs of 80 with ε = 0.01 (C/ε = 8000): within some block a scaling leaves the range the stabilised
+    kernel can carry, that block is redone by log-sum-exp, and the result stays finite and equal to the pure
+    log path."""
+    import movers.core.transport.unbalanced as unbalanced
+
     a, b, c = _problem(9, 6, 7)
-    c = c * 20.0  # costs up to 40
+    c = c * 40.0  # costs up to 80
     aa, bb, cc, va, vb = _batch([(a, b, c)])
-    out = unbalanced_sinkhorn_batch(aa, bb, cc, reg=0.01, reg_a=0.05, reg_b=0.05, tol=1e-12, valid_a=va,
-                                    valid_b=vb)
-    pure = unbalanced_sinkhorn_batch(aa, bb, cc, reg=0.01, reg_a=0.05, reg_b=0.05, tol=1e-12, max_iter=int(
-        out.iterations[0]), check_every=int(out.iterations[0]), valid_a=va, valid_b=vb)
+    args = dict(reg=0.01, reg_a=1.0, reg_b=1.0, tol=1e-10, valid_a=va, valid_b=vb)
+    kernel, redone = unbalanced._kernel_block, []
+    monkeypatch.setattr(unbalanced, "_kernel_block",
+                        lambda *x, **k: (lambda r: redone.append(r is None) or r)(kernel(*x, **k)))
+    out = unbalanced_sinkhorn_batch(aa, bb, cc, **args)
+    assert any(redone) and out.converged.all()
+    _log_sum_exp_only(monkeypatch)
+    pure = unbalanced_sinkhorn_batch(aa, bb, cc, **args)
     assert torch.isfinite(out.plan).all() and torch.isfinite(out.cost).all()
+    assert (out.iterations == pure.iterations).all()
     torch.testing.assert_close(out.plan, pure.plan, atol=1e-12, rtol=1e-8)
 
 

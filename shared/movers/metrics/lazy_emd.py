@@ -46,7 +46,7 @@ from ..core.parallel import transport_threads
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, format_float, library_versions, nrefs_label
 from ..core.spec import Inputs, Output
-from ..core.transport import emd, solve_ragged, unbalanced_sinkhorn_batch
+from ..core.transport import buckets, emd, solve_ragged, unbalanced_sinkhorn_batch
 from ..core.validation import check_number
 from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, encoder_option, model_option
 from ..text.embedding import EmbeddedText, Encoder, load_encoder
@@ -64,6 +64,10 @@ MASK_THRESHOLD = 0.999
 # Padded elements (problems x rows x columns) per solver call: bounds memory; changes a number by float64
 # rounding at most (other padding in the solver's sums).
 _SOLVER_BUDGET = 1 << 22
+# Padded elements per group of buckets whose cost matrices and plans are held at once (128 MiB per float64
+# array): bounds the memory of long texts, and leaves several buckets per group for a solver that runs them
+# side by side.
+_GROUP_BUDGET = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -139,29 +143,59 @@ def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, re
     removed every plan entry, a distance 0 from no match at all). `threads` size buckets are solved at once
     (never changes a number).
     """
-    costs = [(1.0 - unit_rows(torch.as_tensor(h.vectors())) @ unit_rows(torch.as_tensor(r.vectors())).T)
-             .clamp_(0.0, 2.0) for h, r in pairs]
-    a = [torch.as_tensor(h.mass, dtype=torch.float64) for h, _ in pairs]
-    b = [torch.as_tensor(r.mass, dtype=torch.float64) for _, r in pairs]
-    if solver == "emd":
-        solved = [emd(a_k, b_k, c) for a_k, b_k, c in zip(a, b, costs, strict=False)]
-    else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # reported once, per segment, by the caller
-            solved = solve_ragged(unbalanced_sinkhorn_batch, a, b, costs, budget=_SOLVER_BUDGET, device=device,
-                                  reg=reg, reg_a=reg_candidate, reg_b=reg_reference, max_iter=max_iter, tol=tol,
-                                  accelerate=solver == "sinkhorn", threads=threads)
-    out = []
-    for t, c in zip(solved, costs, strict=True):
-        assert t.plan is not None
-        plan = t.plan if mask is None else t.plan * (c < mask)
-        masked_out = mask is not None and float(t.plan.sum()) > 0 and float(plan.sum()) <= 1e-12 * float(t.plan.sum())
-        d = float((plan * c).sum())
-        out.append(Alignment(score=d, distance=d, cost=c.numpy() if return_plans else None,
-                             plan=plan.numpy() if return_plans else None,
-                             values={"converged": bool(t.converged), "iterations": int(t.iterations),
-                                     "masked_out": masked_out}))
-    return out
+    out: list[Alignment | None] = [None] * len(pairs)
+    for group in _groups([(len(h.mass), len(r.mass)) for h, r in pairs]):
+        # One group at a time: its cost matrices and plans are freed before the next is built (long texts:
+        # tens of MB per pair), and a group holds whole solver buckets, so the buckets and numbers are the
+        # same as in one call.
+        costs = [(1.0 - unit_rows(torch.as_tensor(pairs[k][0].vectors()))
+                  @ unit_rows(torch.as_tensor(pairs[k][1].vectors())).T).clamp_(0.0, 2.0) for k in group]
+        a = [torch.as_tensor(pairs[k][0].mass, dtype=torch.float64) for k in group]
+        b = [torch.as_tensor(pairs[k][1].mass, dtype=torch.float64) for k in group]
+        if solver == "emd":
+            solved = [emd(a_k, b_k, c) for a_k, b_k, c in zip(a, b, costs, strict=True)]
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # reported once, per segment, by the caller
+                solved = solve_ragged(unbalanced_sinkhorn_batch, a, b, costs, budget=_SOLVER_BUDGET, device=device,
+                                      reg=reg, reg_a=reg_candidate, reg_b=reg_reference, max_iter=max_iter,
+                                      tol=tol, accelerate=solver == "sinkhorn", threads=threads)
+        for k, t, c in zip(group, solved, costs, strict=True):
+            out[k] = _scored(t, c, mask, return_plans)
+        del costs, solved
+    return out  # type: ignore[return-value]
+
+
+def _groups(shapes: list[tuple[int, int]]) -> list[list[int]]:
+    """Consecutive solver buckets (:func:`~movers.core.transport.buckets`, `_SOLVER_BUDGET`) joined into groups
+    of at most `_GROUP_BUDGET` padded entries (a bucket larger than that is a group of its own). Solving a
+    group re-buckets it into exactly these buckets: same padding, same numbers as solving all pairs at once."""
+    groups: list[list[int]] = []
+    size = _GROUP_BUDGET + 1
+    for chunk in buckets(shapes, budget=_SOLVER_BUDGET):
+        padded = len(chunk) * max(shapes[k][0] for k in chunk) * max(shapes[k][1] for k in chunk)
+        if size + padded > _GROUP_BUDGET:
+            groups.append([])
+            size = 0
+        groups[-1] += chunk
+        size += padded
+    return groups
+
+
+def _scored(t: Any, c: torch.Tensor, mask: float | None, return_plans: bool) -> Alignment:
+    """The distance ``<C, P*>`` of a solved pair, with plan entries where ``C >= mask`` zeroed (in place)."""
+    assert t.plan is not None
+    plan = t.plan
+    total = float(plan.sum())
+    if mask is not None:
+        plan.masked_fill_(c >= mask, 0.0)
+    kept = float(plan.sum()) if mask is not None else total
+    masked_out = mask is not None and total > 0 and kept <= 1e-12 * total
+    d = float(torch.dot(plan.reshape(-1), c.reshape(-1)))
+    return Alignment(score=d, distance=d, cost=c.numpy() if return_plans else None,
+                     plan=plan.numpy() if return_plans else None,
+                     values={"converged": bool(t.converged), "iterations": int(t.iterations),
+                             "masked_out": masked_out})
 
 
 def lazy_emd_masses(ids: list[int], special: list[bool], table: Idf | None) -> torch.Tensor:

@@ -6,6 +6,7 @@ iterations; this solver stays here and is tested against POT's ``sinkhorn_unbala
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -15,13 +16,31 @@ from torch import Tensor
 
 from .common import Transport, log_mass
 
-__all__ = ["unbalanced_sinkhorn_batch", "OVERRELAXATION"]
+__all__ = ["unbalanced_sinkhorn_batch", "overrelaxation", "OVERRELAXATION"]
 
-OVERRELAXATION = 1.5
-"""Over-relaxation factor ω of the accelerated unbalanced solver (plain scaling iterations: ω = 1)."""
-_GROWTH = 2.0
-"""An accelerated problem whose stopping-rule value exceeds this multiple of its best so far falls back
-to the plain iterations."""
+OVERRELAXATION = 1.95
+"""The largest over-relaxation factor ω of the accelerated unbalanced solver (plain scaling iterations: ω = 1);
+the factor itself is :func:`overrelaxation`'s, from the marginal strengths."""
+_DUAL_RTOL = 1e-12
+"""A relaxed block is undone if it lowers the dual by more than this fraction of the dual's size (the float64
+noise of those sums is ~1e-15 of it)."""
+
+
+def overrelaxation(reg: float, reg_a: float, reg_b: float) -> float:
+    """ω = 2 / (1 + sqrt(1 - φa φb)), at most :data:`OVERRELAXATION` (1 when a side is free).
+
+    Near the optimum the scaling iterations are a block Gauss-Seidel sweep on a two-block (2-cyclic) system
+    whose Gauss-Seidel rate is ``φa φb`` times the squared second singular value of the normalised plan, so
+    at most ``φa φb``: exactly that for a plan that splits into unlinked groups of tokens (each group's own
+    translation), which at small ε is the slow case. Young's optimal factor for that rate is this ω, and the
+    over-relaxed sweep then contracts at ``ω - 1`` (0.88 per iteration at the default strengths, against
+    ``φa φb`` = 0.996 for the plain iterations). A larger rate cannot occur; a smaller one converges at
+    ``ω - 1`` too.
+    """
+    inf = float("inf")
+    phi_a = 1.0 if reg_a == inf else reg_a / (reg_a + reg)
+    phi_b = 1.0 if reg_b == inf else reg_b / (reg_b + reg)
+    return min(2.0 / (1.0 + math.sqrt(max(0.0, 1.0 - phi_a * phi_b))), OVERRELAXATION)
 
 
 def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: float,
@@ -51,9 +70,12 @@ def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: fl
       ``t = log(Σ a e^(-f/λa) / Σ b e^(-g/λb)) / (1/λa + 1/λb)`` (skipped when a λ is 0 or both are ∞);
     * **over-relaxation** (Thibault, Chizat, Dossal and Papadakis, Algorithms 2021, "Overrelaxed
       Sinkhorn-Knopp algorithm for regularized optimal transport"):
-      ``log u <- log u + ω (log u_plain - log u)``, ω = :data:`OVERRELAXATION`, after the first block;
-      a problem whose stopping-rule value grows past twice its best falls back to ω = 1 (the plain,
-      monotone iterations) for the rest of its run.
+      ``log u <- log u + ω (log u_plain - log u)`` after the first block, with Young's optimal factor for
+      the slowest rate the sweep can have, ``ω = 2 / (1 + sqrt(1 - φa φb))`` (:func:`overrelaxation`; 1.88
+      at Lazy-EMD's default strengths, at most :data:`OVERRELAXATION`). Safeguard: the plain iterations and
+      the translation steps never lower the dual objective; a relaxed block that lowers it (beyond float64
+      noise) is undone and that problem's next block runs plain, so every accepted block is an ascent
+      step and the iterations converge wherever the plain ones do.
 
     ``accelerate=False`` runs the plain iterations: iteration counts and plans equal the original's.
     ``reg_a = inf`` makes that marginal exact (balanced side); ``reg_a = 0`` frees it (``u = 1``).
@@ -116,15 +138,17 @@ def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: fl
     if on_cpu:
         state = {k: torch.from_numpy(x) for k, x in state.items()}
     log_u, log_v, iterations, errors = state["log_u"], state["log_v"], state["iterations"], state["errors"]
-    plan = torch.nan_to_num((log_u.unsqueeze(2) + log_v.unsqueeze(1) - scaled).exp(), nan=0.0)
+    # P = exp(log u_i + log v_j - C_ij/ε), built in place in `scaled` (no longer needed): no [B, n, m] copies.
+    plan = scaled.neg_().add_(log_u.unsqueeze(2)).add_(log_v.unsqueeze(1)).exp_().nan_to_num_(nan=0.0)
     converged = errors <= tol
     if not bool(converged.all()):
         bad = torch.nonzero(~converged).flatten().tolist()
         warnings.warn(f"unbalanced_sinkhorn_batch: problems {bad[:10]} not converged after {max_iter} "
                       f"iterations (change {float(errors.max()):.2e} > tol {tol:g}); increase `max_iter` "
                       f"or `reg`.", RuntimeWarning, stacklevel=2)
-    out = Transport(cost=(plan * cost).sum((1, 2)), plan=plan if return_plan else None, converged=converged,
-                    iterations=iterations, error=errors)
+    total = torch.bmm(plan.reshape(n_batch, 1, -1), cost.reshape(n_batch, -1, 1)).reshape(n_batch)  # <P, C>
+    out = Transport(cost=total, plan=plan if return_plan else None, converged=converged, iterations=iterations,
+                    error=errors)
     if as_numpy:
         out = Transport(*(None if x is None else x.numpy() for x in (out.cost, out.plan, out.converged,
                                                                     out.iterations, out.error)))
@@ -143,36 +167,73 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
     # 1/λ of each side for the translation step (None: no translation for this problem class).
     translate = (1.0 / reg_a, 1.0 / reg_b) if accelerate and reg_a > 0 and reg_b > 0 and reg_a + reg_b < inf \
         else None
+    w_star = overrelaxation(reg, reg_a, reg_b) if accelerate else 1.0
     log_u, log_v, iterations, errors = state["log_u"], state["log_v"], state["iterations"], state["errors"]
-    best = errors + 0.0  # smallest stopping-rule value so far, per problem
-    omega = nx.full((errors.shape[0], 1), OVERRELAXATION, type_as=errors)
+    # Per problem: the factor of its next block (1 after an undone block), the dual at its last accepted block.
+    omega = nx.full((errors.shape[0], 1), w_star, type_as=errors)
+    dual = nx.full(errors.shape, -inf, type_as=errors)
     active = nx.arange(errors.shape[0], type_as=iterations)
     gathered = -1  # number of problems the cached sub-batch below was gathered for
     done = 0
     while active.shape[0] and done < max_iter:
         if gathered != active.shape[0]:  # re-gather only when problems have dropped out
-            sub = [x[active] for x in (scaled, log_a, log_b, valid_a, valid_b)]
+            whole = (scaled, log_a, log_b, valid_a, valid_b)
+            sub = list(whole) if active.shape[0] == errors.shape[0] else [x[active] for x in whole]
             gathered = active.shape[0]
-        lu, lv = log_u[active], log_v[active]
+        lu0, lv0 = log_u[active], log_v[active]
         steps = min(check_every, max_iter - done)
-        # The first block moves the potentials far from the start: plain log-sum-exp iterations there.
-        w = omega[active] if accelerate and done > 0 else None
+        relaxed = w_star > 1.0 and done > 0
+        w = omega[active] if relaxed else None
         s_cost, la, lb, va, vb = sub
-        block = _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps, phi_a, phi_b, w) if done > 0 else None
-        if block is None:
-            block = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu, lv, steps, phi_a, phi_b, w)
-        lu_prev, lv_prev, lu, lv = block
+        block = None
+        if done > 0:
+            block = _kernel_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w)
+        elif accelerate and steps > 1:
+            # The first iteration moves the potentials far from the start (by log-sum-exp); the kernel
+            # re-stabilised there carries the rest of the first block.
+            first = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu0, lv0, 1, phi_a, phi_b, None)
+            block = _kernel_block(nx, s_cost, la, lb, va, vb, first[2], first[3], steps - 1, phi_a, phi_b, None)
+        if block is None:  # the plain iterations' first block (the original's path), or a kernel out of range
+            block = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w)
+        lu_prev, lv_prev, lu, lv, log_mass_p = block
         if translate is not None:
-            lu, lv = _translate(nx, lu, lv, sub[1], sub[2], reg, *translate)
+            lu, lv = _translate(nx, lu, lv, la, lb, reg, *translate)
         done += steps
         err = 0.5 * (_relative_change(nx, lu_prev, lu) + _relative_change(nx, lv_prev, lv))
-        if accelerate:  # a change well above the best so far: back to the plain (monotone) iterations
-            omega[active[err > _GROWTH * best[active]]] = 1.0
-            best[active] = nx.minimum(best[active], err)
+        if w_star > 1.0:
+            # Safeguard: plain iterations and translation steps never lower the dual; a relaxed block that does
+            # (far from the optimum, where the sweep is not yet linear) is undone and redone plain.
+            new_dual, scale = _dual(nx, lu, lv, la, lb, log_mass_p, reg, reg_a, reg_b)
+            keep = new_dual >= dual[active] - _DUAL_RTOL * scale
+            if w is not None:
+                keep = keep | (w[:, 0] == 1.0)
+                lu = nx.where(keep[:, None], lu, lu0)
+                lv = nx.where(keep[:, None], lv, lv0)
+                err = nx.where(keep, err, errors[active])
+                omega[active] = nx.where(keep[:, None], w_star + 0.0 * w, 1.0 + 0.0 * w)
+            dual[active] = nx.where(keep, new_dual, dual[active])
         log_u[active], log_v[active] = lu, lv
         iterations[active] = done
         errors[active] = err
         active = active[~(err <= tol)]
+
+
+def _dual(nx, lu, lv, la, lb, log_mass_p, reg: float, reg_a: float, reg_b: float):
+    """The dual objective per problem (up to a constant), and the size of its terms (for a float64 tolerance).
+
+    ``D = -λa Σ a u^(-ε/λa) - λb Σ b v^(-ε/λb) - ε Σ P`` (``ε Σ a log u`` for λ = ∞, nothing for λ = 0), over
+    positions with mass and a finite scaling; ``log_mass_p`` is ``log Σ P``.
+    """
+    def side(lmass, lscale, lam):
+        ok = nx.isfinite(lmass) & nx.isfinite(lscale)
+        if lam == 0.0:
+            return nx.zeros(lmass.shape[:1], type_as=lmass)
+        if lam == float("inf"):
+            return reg * nx.sum(nx.where(ok, nx.exp(lmass) * lscale, 0.0), axis=-1)
+        return -lam * nx.exp(_nx_lse(nx, nx.where(ok, lmass - (reg / lam) * lscale, -float("inf")), axis=-1))
+
+    term_a, term_b, coupling = side(la, lu, reg_a), side(lb, lv, reg_b), reg * nx.exp(log_mass_p)
+    return term_a + term_b - coupling, nx.abs(term_a) + nx.abs(term_b) + coupling
 
 
 def _translate(nx, lu, lv, la, lb, reg: float, inv_a: float, inv_b: float):
@@ -191,13 +252,17 @@ def _translate(nx, lu, lv, la, lb, reg: float, inv_a: float, inv_b: float):
 
 
 def _logsumexp_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, phi_b: float, omega):
-    """`steps` scaling iterations on log u, log v by log-sum-exp: safe for any ε and any start."""
+    """`steps` scaling iterations on log u, log v by log-sum-exp: safe for any ε and any start. Also returns
+    ``log Σ P`` of the final scalings."""
     lu_prev, lv_prev = lu, lv
+    log_ku = lv
     for _ in range(steps):
         lu_prev, lv_prev = lu, lv
-        lu = _relax(nx, lu, _scaling_step(nx, la, va, _nx_lse(nx, lv[:, None, :] - s_cost, -1), phi_a), omega)
-        lv = _relax(nx, lv, _scaling_step(nx, lb, vb, _nx_lse(nx, lu[:, :, None] - s_cost, -2), phi_b), omega)
-    return lu_prev, lv_prev, lu, lv
+        lu = _relax(nx, lu, _scaling_step(nx, la, va, _lse_minus_cost(nx, s_cost, lv[:, None, :], -1), phi_a), omega)
+        log_ku = _lse_minus_cost(nx, s_cost, lu[:, :, None], -2)
+        lv = _relax(nx, lv, _scaling_step(nx, lb, vb, log_ku, phi_b), omega)
+    log_mass_p = _nx_lse(nx, nx.where(nx.isfinite(lv), lv + log_ku, -float("inf")), -1)
+    return lu_prev, lv_prev, lu, lv, log_mass_p
 
 
 def _relax(nx, old, new, omega):
@@ -228,8 +293,7 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
     on_b = need_b if phi_b > 0 else vb
     zero_a, zero_b = nx.zeros(lu.shape, type_as=lu), nx.zeros(lv.shape, type_as=lv)
     alpha, beta = nx.where(on_a, lu, zero_a), nx.where(on_b, lv, zero_b)
-    kern = nx.where(on_a[:, :, None] & on_b[:, None, :], nx.exp(alpha[:, :, None] + beta[:, None, :] - s_cost),
-                    1.0)
+    kern = _stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b)
     mask_a = nx.where(on_a, 1.0, zero_a)  # 1.0 / 0.0
     mask_b = nx.where(on_b, 1.0, zero_b)
     coef_a = nx.where(on_a, phi_a * la + (phi_a - 1.0) * alpha, zero_a) if phi_a > 0 else None
@@ -238,6 +302,7 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
     lu_t, lv_t = zero_a, zero_b  # log u~ = 0 at the block start
     u, v = mask_a, mask_b
     lu_prev, lv_prev = lu_t, lv_t
+    ku = None
     for _ in range(steps):
         lu_prev, lv_prev = lu_t, lv_t
         if phi_a > 0:
@@ -246,8 +311,9 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
         else:
             lu_t = free_a
         u = nx.exp(lu_t) * mask_a
-        if phi_b > 0:
-            new = coef_b - phi_b * nx.log(nx.matmul(u[:, None, :], kern)[:, 0, :])
+        ku = nx.matmul(u[:, None, :], kern)[:, 0, :] if phi_b > 0 else None
+        if ku is not None:
+            new = coef_b - phi_b * nx.log(ku)
             lv_t = new if omega is None else lv_t + omega * (new - lv_t)
         else:
             lv_t = free_b
@@ -257,9 +323,30 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
     if not (bool((nx.abs(nx.where(on_a, lu_t, zero_a)) < limit).all())
             and bool((nx.abs(nx.where(on_b, lv_t, zero_b)) < limit).all())):
         return None
+    if ku is None:
+        ku = nx.matmul(u[:, None, :], kern)[:, 0, :]
     neg = -float("inf")
     return (nx.where(on_a, lu_prev + alpha, neg), nx.where(on_b, lv_prev + beta, neg),
-            nx.where(on_a, lu_t + alpha, neg), nx.where(on_b, lv_t + beta, neg))
+            nx.where(on_a, lu_t + alpha, neg), nx.where(on_b, lv_t + beta, neg), nx.log(nx.sum(v * ku, axis=-1)))
+
+
+def _stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b):
+    """``exp(α_i + β_j - C_ij/ε)`` where row i and column j have a scaling, 1 elsewhere: one [b, n, m] array,
+    filled in place (the kernel of long texts is tens of MB; each extra pass or copy costs as much as a
+    product with it)."""
+    kern = -s_cost
+    kern += alpha[:, :, None]
+    kern += beta[:, None, :]
+    if isinstance(kern, np.ndarray):
+        np.exp(kern, out=kern)
+    else:
+        kern.exp_()
+    off_a, off_b = ~on_a, ~on_b
+    if bool(off_a.any()):
+        kern[off_a] = 1.0
+    if bool(off_b.any()):
+        nx.transpose(kern, (0, 2, 1))[off_b] = 1.0  # a view: sets the columns
+    return kern
 
 
 def _scaling_step(nx, lmass, valid, log_kv, phi: float):
@@ -270,6 +357,20 @@ def _scaling_step(nx, lmass, valid, log_kv, phi: float):
     out = phi * (lmass - log_kv)
     # Zero mass (log -inf) -> -inf; a row that reaches no column (log_kv = -inf) transports nothing.
     return nx.where(valid & nx.isfinite(out), out, neg)
+
+
+def _lse_minus_cost(nx, s_cost, shift, axis: int):
+    """``_nx_lse(shift - s_cost, axis)`` (the same numbers) in one [b, n, m] array, worked in place."""
+    x = -s_cost
+    x += shift
+    top = nx.max(x, axis=axis, keepdims=True)
+    top = nx.where(nx.isfinite(top), top, nx.zeros(top.shape, type_as=top))
+    x -= top
+    if isinstance(x, np.ndarray):
+        np.exp(x, out=x)
+    else:
+        x.exp_()
+    return nx.log(nx.sum(x, axis=axis)) + nx.squeeze(top, axis=axis)
 
 
 def _nx_lse(nx, x, axis: int):
@@ -299,7 +400,7 @@ def _check_unbalanced(a: Tensor, b: Tensor, cost: Tensor, reg: float, reg_a: flo
                          f"{tuple(a.shape)}, {tuple(b.shape)}, {tuple(cost.shape)}.")
     if not (torch.isfinite(a).all() and torch.isfinite(b).all()) or (a < 0).any() or (b < 0).any():
         raise ValueError(f"{name}: masses `a` and `b` must be finite and non-negative.")
-    if not torch.isfinite(cost).all():
+    if not (torch.isfinite(cost.sum()) or torch.isfinite(cost).all()):  # a finite sum has finite terms
         raise ValueError(f"{name}: `cost` must be finite.")
     if not (isinstance(reg, (int, float)) and 0 < reg < float("inf")):
         raise ValueError(f"{name}: `reg` must be a finite number > 0, got {reg!r}.")
