@@ -16,8 +16,9 @@ timed call counts. Peak RSS is the child's (interpreter, torch and encoder inclu
 * **windows**: movers' own encoding (:meth:`movers.Encoder.embed`): a text longer than the window is read in
   windows that overlap by half, each token taken from the window where it is most central, so a long text
   costs about twice its tokens (the context every token gets; ``long_texts="truncate"`` reads one window);
-* each metric: one call with its bench options (per-call IDF, batch centring); ``transport`` is the time
-  inside its formula (cost matrices and solvers), the rest is encoding, histograms and bookkeeping;
+* each metric: one call with its bench options (per-call IDF, batch centring); ``transport`` is the wall time
+  inside its formula (cost matrices and solvers; pairs solved on threads at once count once), the rest is
+  encoding, histograms and bookkeeping;
 * **bert-score**: ``bert_score.score`` with the same encoder and layer (bert-score 0.3.13 truncates every text
   to the model's 512 positions, so past 400 words it scores only the start of each text: marked †).
 """
@@ -82,13 +83,21 @@ else:
     from movers import metrics as registry
     spec = registry.get(mode)
     if hasattr(type(spec), "formula"):
-        original = type(spec).formula
+        import threading
+        original, lock, active = type(spec).formula, threading.Lock(), [0, 0.0]
         def timed(self, *args, **kwargs):
-            t = time.perf_counter()
+            # wall time while any formula call runs (pairs solved on threads overlap: not their sum)
+            with lock:
+                if active[0] == 0:
+                    active[1] = time.perf_counter()
+                active[0] += 1
             try:
                 return original(self, *args, **kwargs)
             finally:
-                transport[0] += time.perf_counter() - t
+                with lock:
+                    active[0] -= 1
+                    if active[0] == 0:
+                        transport[0] += time.perf_counter() - active[1]
         type(spec).formula = timed
     fn = getattr(movers, mode)
     fn(list(short[:1]), list(short[1:]), **{k: v for k, v in options.items() if k != "idf"})
