@@ -27,9 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from typing import Any
+
+from . import run_child
 
 __all__ = ["main", "pairs", "ROW_WORDS"]
 
@@ -134,11 +135,8 @@ def _run(mode: str, length: int, row_words: int, options: dict[str, Any], thread
                TOKENIZERS_PARALLELISM="false")
     if threads is not None:
         env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    out = subprocess.run([sys.executable, "-c", _CHILD, mode, str(length), str(row_words), json.dumps(options)],
-                         env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"bench speed --lengths: {mode} at {length} words failed:\n{out.stderr[-2000:]}")
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    return run_child(_CHILD, [mode, str(length), str(row_words), json.dumps(options)], env,
+                     f"bench speed --lengths: {mode} at {length} words")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from typing import Any
+
+from . import run_child
 
 __all__ = ["main"]
 
@@ -58,11 +59,8 @@ def _run(mode: str, metric: str, pairs: int, repeats: int, options: dict[str, An
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MOVERS_NO_AUTOREGISTER="1")
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join([tree, *filter(None, [env.get("PYTHONPATH")])])
-    out = subprocess.run([sys.executable, "-c", _CHILD, mode, metric, str(pairs), str(repeats), json.dumps(options),
-                          data], env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"bench speed: {mode} {metric} ({tree or 'this tree'}) failed:\n{out.stderr[-2000:]}")
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    return run_child(_CHILD, [mode, metric, str(pairs), str(repeats), json.dumps(options), data], env,
+                     f"bench speed: {mode} {metric} ({tree or 'this tree'})")
 
 
 def main(argv: list[str] | None = None) -> int:

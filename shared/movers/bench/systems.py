@@ -24,12 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from typing import Any
 
 from ..core.result import REGROUPING_ATOL
+from . import run_child
 
 __all__ = ["main", "load_systems"]
 
@@ -109,11 +109,7 @@ def load_systems(n_systems: int | None = None, n_inputs: int | None = None) -> t
 def _run(scenario: str, metric: str, data: str, cache_dir: str, evaluations: int) -> dict[str, Any]:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_EVALUATE_OFFLINE="1")
     env.pop("MOVERS_CACHE", None)
-    out = subprocess.run([sys.executable, "-c", _CHILD, scenario, metric, data, cache_dir, str(evaluations)],
-                         env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"bench systems: {scenario} failed:\n{out.stderr[-2000:]}")
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    return run_child(_CHILD, [scenario, metric, data, cache_dir, str(evaluations)], env, f"bench systems: {scenario}")
 
 
 def main(argv: list[str] | None = None) -> int:
