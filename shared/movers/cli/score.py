@@ -40,7 +40,7 @@ from ..core.significance import (
 )
 from ..core.spec import MetricSpec
 from ..pipeline.call import make_options
-from .tables import rounded
+from .tables import TEXT_WIDTH, number, rounded
 
 __all__ = ["main", "parse_options", "bootstrap_interval", "read_lines", "UsageError"]
 
@@ -192,10 +192,6 @@ def score_texts(slugs: Sequence[str], predictions: list[str], references: list[l
     return {slug: comparison[slug][""].result for slug in slugs}
 
 
-TEXT_WIDTH = 4
-"""Decimals of the text and LaTeX output unless ``--width`` says otherwise (sacreBLEU prints fixed decimals)."""
-
-
 def _formatter(width: int) -> Callable[[float], str]:
     return lambda x: f"{x:.{width}f}"
 
@@ -203,9 +199,6 @@ def _formatter(width: int) -> Callable[[float], str]:
 def _render(args: argparse.Namespace, results: dict[str, Any], intervals: dict[str, Interval]) -> str:
     fmt = _formatter(TEXT_WIDTH if args.width is None else args.width)
     slugs = list(results)
-
-    def number(x: float) -> str:
-        return repr(rounded(float(x), args.width))
 
     if args.format == "json":
         payload: dict[str, Any] = {}
@@ -224,17 +217,17 @@ def _render(args: argparse.Namespace, results: dict[str, Any], intervals: dict[s
             writer.writerow(["segment", *slugs])
             n = len(next(iter(results.values())).scores)
             for i in range(n):
-                writer.writerow([i + 1, *(number(results[s].scores[i]) for s in slugs)])
+                writer.writerow([i + 1, *(number(results[s].scores[i], args.width) for s in slugs)])
         else:
             header = ["metric", "score"]
             if intervals:
                 header += ["mean", "half_width", "low", "high"]
             writer.writerow(header + ["signature"])
             for slug, res in results.items():
-                row = [slug, number(res.score)]
+                row = [slug, number(res.score, args.width)]
                 if intervals:
                     ci = intervals[slug]
-                    row += [number(ci.mean), number(ci.half_width), number(ci.low), number(ci.high)]
+                    row += [number(x, args.width) for x in (ci.mean, ci.half_width, ci.low, ci.high)]
                 writer.writerow(row + [str(res.signature)])
         return buf.getvalue()
     lines = []
@@ -442,7 +435,7 @@ def _run_systems(args: argparse.Namespace, slugs: list[str], systems: dict[str, 
                 from None
     if rank != 0:
         return 0
-    sys.stdout.write(render_comparison(comparison, fmt=args.format, width=args.width, text_width=TEXT_WIDTH,
+    sys.stdout.write(render_comparison(comparison, fmt=args.format, width=args.width,
                                        per_segment=args.per_segment,
                                        titles={slug: registry.get(slug).title for slug in slugs}))
     return 0

@@ -15,7 +15,10 @@ from typing import Any
 
 from ..integrations.compare import Comparison, SystemScore
 
-__all__ = ["render_comparison"]
+__all__ = ["render_comparison", "rounded", "number", "TEXT_WIDTH"]
+
+TEXT_WIDTH = 4
+"""Decimals of the text and LaTeX output unless ``--width`` says otherwise (sacreBLEU prints fixed decimals)."""
 
 _TESTS = {"bs": ("Paired bootstrap resampling", "resamples"), "ar": ("Paired approximate randomization", "trials")}
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -23,16 +26,16 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 
 
 def render_comparison(c: Comparison, *, fmt: str, width: int | None, per_segment: bool,
-                      titles: Mapping[str, str], text_width: int = 4) -> str:
+                      titles: Mapping[str, str]) -> str:
     """`c` as text, json, tsv, csv or latex; `titles` are the metrics' display names (LaTeX headers). `width`:
-    decimals (None: `text_width` in text and latex, full precision in the data formats)."""
+    decimals (None: :data:`TEXT_WIDTH` in text and latex, full precision in the data formats)."""
     if fmt == "json":
         return json.dumps(rounded(c.to_dict(per_segment=per_segment), width), indent=1, ensure_ascii=False) + "\n"
     if fmt in ("tsv", "csv"):
         return _rows(c, "\t" if fmt == "tsv" else ",", per_segment, width)
     if fmt == "latex":
-        return _latex(c, text_width if width is None else width, titles)
-    return _text(c, text_width if width is None else width)
+        return _latex(c, TEXT_WIDTH if width is None else width, titles)
+    return _text(c, TEXT_WIDTH if width is None else width)
 
 
 def rounded(value: Any, width: int | None) -> Any:
@@ -47,6 +50,11 @@ def rounded(value: Any, width: int | None) -> Any:
     if isinstance(value, (list, tuple)):
         return [rounded(v, width) for v in value]
     return value
+
+
+def number(x: float, width: int | None) -> str:
+    """One score in the data formats: ``repr`` of the float, rounded to `width` decimals unless None."""
+    return repr(rounded(float(x), width))
 
 
 def _label(c: Comparison, name: str) -> str:
@@ -92,9 +100,6 @@ def _text(c: Comparison, width: int) -> str:
 
 
 def _rows(c: Comparison, delimiter: str, per_segment: bool, width: int | None) -> str:
-    def number(x: float) -> str:
-        return repr(rounded(float(x), width))
-
     buf = io.StringIO()
     writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
     if per_segment:
@@ -102,18 +107,18 @@ def _rows(c: Comparison, delimiter: str, per_segment: bool, width: int | None) -
         for slug in c.metrics:
             for r in c[slug].values():
                 for i, s in enumerate(r.result.scores):
-                    writer.writerow([slug, r.system, i + 1, number(s)])
+                    writer.writerow([slug, r.system, i + 1, number(s, width)])
         return buf.getvalue()
     has_interval = any(r.interval is not None for by in c.results.values() for r in by.values())
     writer.writerow(["metric", "system", "score", *(["mean", "half_width", "low", "high"] if has_interval else []),
                      *(["p_value"] if c.test else []), "signature"])
     for slug in c.metrics:
         for r in c[slug].values():
-            row = [slug, r.system, number(r.score)]
+            row = [slug, r.system, number(r.score, width)]
             if has_interval:
                 ci = r.interval
-                row += ["", "", "", ""] if ci is None else [number(ci.mean), number(ci.half_width), number(ci.low),
-                                                            number(ci.high)]
+                row += ["", "", "", ""] if ci is None else [
+                    number(x, width) for x in (ci.mean, ci.half_width, ci.low, ci.high)]
             if c.test:
                 row.append("" if r.p_value is None else repr(r.p_value))
             writer.writerow(row + [r.signature])
