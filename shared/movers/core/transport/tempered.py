@@ -25,10 +25,12 @@ from torch import Tensor
 __all__ = ["tempered_plans", "smoothed_max_sides", "tempered_sides"]
 
 
-def _log_normalise(x: Tensor, dim: int) -> Tensor:
-    """log-softmax over `dim` that leaves all -inf (padded) slices at -inf instead of NaN."""
+def _log_normalise(x: Tensor, dim: int, *, inplace: bool = False) -> Tensor:
+    """log-softmax over `dim` that leaves all -inf (padded) slices at -inf instead of NaN (into `x` itself when
+    `inplace`: the same numbers without a new [B, n, m] buffer)."""
     lse = torch.logsumexp(x, dim=dim, keepdim=True)
-    return x - torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+    shift = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+    return x.sub_(shift) if inplace else x - shift
 
 
 def _logits(sim: Tensor, row_mask: Tensor, col_mask: Tensor, temperature: float) -> Tensor:
@@ -80,8 +82,7 @@ def _side_value(logits: Tensor, sim: Tensor, dims: tuple[int, ...], count: Tenso
     similarities, summed, over `count` (the side's real token count, [B])."""
     x = logits.clone()
     for dim in dims:
-        lse = torch.logsumexp(x, dim=dim, keepdim=True)
-        x.sub_(torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse)))  # all -inf (padding) stays -inf
+        _log_normalise(x, dim, inplace=True)
     return x.exp_().mul_(sim).sum((1, 2)) / count
 
 
