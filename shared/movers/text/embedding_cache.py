@@ -370,7 +370,8 @@ def object_cache_options(holder: Any, spec: Any, options: Mapping[str, Any]) -> 
     """`options` with ``cache=`` the holder's own in-memory cache (made on first use, kept as
     ``holder._movers_cache``), so that a training loop's repeated evaluations embed the same references once.
     Left as they are when the metric (`spec`, a MetricSpec) has no ``cache`` option, the caller set ``cache``
-    (False: off), or ``MOVERS_CACHE`` names a folder. Scores are identical either way."""
+    (False: off), or ``MOVERS_CACHE`` names a folder. Scores agree either way to float32 rounding
+    (:data:`movers.core.result.REGROUPING_ATOL`)."""
     if not spec.has_option("cache") or "cache" in options or os.environ.get(CACHE_ENV):
         return dict(options)
     cache = getattr(holder, "_movers_cache", None)
