@@ -1,7 +1,9 @@
 """Shared test settings: tolerances (stated once), fixture locations, the real encoder.
 
-The reference fixtures and human-judgment data live beside the checkout in ../shared/ (handed to the
-project, not committed); tests that need them skip with a clear message when it is absent.
+The reference outputs of the original implementations are part of the repository (tests/reference/, with the
+README that says how each was produced), so every parity test runs from a bare clone. The human-judgment data
+sets are not (their licences): they are read from $MOVERS_SHARED/data, else ../shared/data beside the checkout,
+and a test that needs one skips naming it.
 """
 from __future__ import annotations
 
@@ -28,10 +30,10 @@ os.environ.pop("HF_MODULES_CACHE", None)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("MOVERS_SHARED", REPO.parent / "shared"))
-REFERENCE = SHARED / "reference"
+REFERENCE = REPO / "tests" / "reference"   # the originals' outputs, committed (tests/reference/README.md)
 DATA = SHARED / "data"
 
-# Tolerances (see ../shared/reference/README.md and STYLE.md).
+# Tolerances (see tests/reference/README.md).
 ATOL_COUNT = 1e-9       # counting metrics (ΔBLEU)
 ATOL_EMD = 1e-7         # exact EMD costs, float64
 ATOL_SINKHORN = 1e-5    # entropic / unbalanced solvers
@@ -49,17 +51,16 @@ def regrouped(expected):
 
 
 def reference_records(name: str) -> list[dict]:
-    """Records of ../shared/reference/<name>.jsonl, or skip the test when the folder is absent."""
+    """Records of tests/reference/<name>.jsonl (a missing file is an error: the fixtures are in the repository)."""
     path = REFERENCE / f"{name}.jsonl"
-    if not path.is_file():
-        pytest.skip(f"reference fixture {path} not found (../shared/ beside the checkout is needed)")
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def data_path(name: str) -> Path:
     path = DATA / name
     if not path.exists():
-        pytest.skip(f"data set {path} not found (../shared/data beside the checkout is needed)")
+        pytest.skip(f"data set {name} not found in {DATA} (human-judgment data, not in the repository: "
+                    f"set MOVERS_SHARED to the folder holding data/, or place it at ../shared beside the checkout)")
     return path
 
 

@@ -1,7 +1,7 @@
 """ΔBLEU: parity with Galley's sacreBLEU fork, the paper's formula on hand-computed cases, equality with
 sacreBLEU when every weight is 1, properties of the definition, input checks and the evaluate module.
 
-Expected values come from ../shared/reference/dbleu_* (the fork's outputs and the fixture generator's
+Expected values come from tests/reference/dbleu_* (the fork's outputs and the fixture generator's
 independent paper-formula script), from sacreBLEU 2.x itself, from hand computation, and from a small
 independent implementation of the paper's formula written below (`_paper_by_definition`).
 """

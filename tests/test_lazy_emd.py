@@ -1,6 +1,6 @@
 """Lazy-EMD: the unbalanced solver (no model) against POT and against a re-enactment of the original's
 numpy loop, the seed's limits (EMD, BERTScore precision/recall) on real sentence pairs, the metric's
-options, and parity with the original (Beastlyprime/lazy_emd @1e9a256, ../shared/reference/lazyemd_*)."""
+options, and parity with the original (Beastlyprime/lazy_emd @1e9a256, tests/reference/lazyemd_*)."""
 from __future__ import annotations
 
 import inspect

@@ -1,5 +1,5 @@
 """WMS / SMS / S+WMS (movers.metrics.sms): hand-worked transport problems, input rules, and agreement
-with the original ``smd.py`` + wmd-relax on ../shared/reference/sms_* (pre-segmented inputs)."""
+with the original ``smd.py`` + wmd-relax on tests/reference/sms_* (pre-segmented inputs)."""
 from __future__ import annotations
 
 import math

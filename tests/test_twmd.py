@@ -1,5 +1,5 @@
 """TWMD / TRWMD: tensor core (no model), limits, centring modes, and parity with the original
-(xchen147/BatchCenterTWMD @01fb6db, ../shared/reference/twmd_*) and with bert_score (T -> 0)."""
+(xchen147/BatchCenterTWMD @01fb6db, tests/reference/twmd_*) and with bert_score (T -> 0)."""
 from __future__ import annotations
 
 import inspect

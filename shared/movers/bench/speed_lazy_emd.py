@@ -4,7 +4,7 @@ The original code (GitHub Beastlyprime/lazy_emd, ``Lazy-EMD/score.py`` + ``unbal
 installable package (and ``score.py`` does not parse at HEAD), so this benchmark times a **runtime
 re-enactment written for movers from the description in ../shared/notes/originals.md §5.1** (no
 code of the repository is copied). :func:`original_sinkhorn` is that re-enactment's solver; the
-tests check it against the original's recorded outputs (../shared/reference/lazyemd_*), so the two
+tests check it against the original's recorded outputs (tests/reference/lazyemd_*), so the two
 timed procedures compute the same numbers. Per pair the re-enactment does what the original does:
 
 * encode the reference and the hypothesis **one sentence per forward pass** with the tokenizer

@@ -13,7 +13,7 @@ Floor and metric runs alternate ``--repeat`` times and the minimum of each is re
 A second table scales one document pair (source articles of SummEval concatenated, GloVe) from 25
 to 200 sentences per side to show how the transport cost grows. No original runs here: ``smd.py``
 needs allennlp/ELMo, spaCy's ``en_core_web_md`` and wmd-relax built from source (with OR-tools),
-none of which installs offline; its outputs are compared through ../shared/reference instead.
+none of which installs offline; its outputs are compared through tests/reference instead.
 """
 from __future__ import annotations
 
