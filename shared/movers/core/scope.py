@@ -16,6 +16,11 @@ it builds such statistics, so the same code scores
     >>> with movers.distributed_scoring():                             # every rank, same inputs
     ...     out = movers.moverscore(predictions, references, idf=True)  # each rank scores 1/world
 
+* one shard per rank of a process group, each rank passing only its own segments, inside
+  ``distributed_scoring(sharded=True)`` (:class:`ShardedScope`): the same sums, per-segment results kept on
+  their rank, the corpus score reduced from every rank's sums;
+* one block of a Ray Data set (:mod:`movers.integrations.ray`): statistics from a first pass reduced by Ray.
+
 Collectives are explicit: scoring is distributed only inside :func:`distributed_scoring` (a call made
 on one rank alone, as evaluate's ``num_process`` mode does on process 0, must not wait for the others).
 """
@@ -23,16 +28,75 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import datetime
+import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from fractions import Fraction
 from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["Scope", "ProcessGroupScope", "current_scope", "use_scope", "distributed_scoring", "launched_scoring",
-           "shard_bounds"]
+__all__ = ["Scope", "ProcessGroupScope", "ShardedScope", "RankFailed", "ExactSum", "add_totals", "current_scope",
+           "use_scope", "distributed_scoring", "launched_scoring", "shard_bounds"]
 
 T = TypeVar("T")
+
+_UNIT = 1 << 1074  # every finite float64 is an integer multiple of 2**-1074
+
+
+class ExactSum:
+    """A sum of float64 values kept exactly (an integer count of 2**-1074), so that sums of parts added in any
+    grouping (ranks, stream blocks, Ray blocks) give the bits of ``math.fsum`` over all the values: ``float()``
+    rounds the exact sum once, correctly, as ``math.fsum`` does. ΔBLEU sums its weighted counts with it."""
+
+    __slots__ = ("units",)
+
+    def __init__(self, units: int = 0) -> None:
+        self.units = units
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> ExactSum:
+        total = 0
+        for value in values:
+            num, den = float(value).as_integer_ratio()  # den is a power of two <= 2**1074
+            total += num * (_UNIT // den)
+        return cls(total)
+
+    def __add__(self, other: Any) -> ExactSum:
+        if isinstance(other, ExactSum):
+            return ExactSum(self.units + other.units)
+        if other == 0:
+            return self
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __float__(self) -> float:
+        return float(Fraction(self.units, _UNIT))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExactSum) and other.units == self.units
+
+    def __hash__(self) -> int:
+        return hash(self.units)
+
+    def __repr__(self) -> str:
+        return f"ExactSum({float(self)!r})"
+
+
+def add_totals(a: T, b: T) -> T:
+    """Two partial values of :meth:`Scope.total` added up: Counters merged, lists element by element, tensors,
+    numbers and :class:`ExactSum` with ``+``. Partial sums from blocks or workers reduce with it in any order."""
+    if isinstance(a, Counter):
+        merged = Counter(a)
+        merged.update(b)  # type: ignore[arg-type]
+        return merged  # type: ignore[return-value]
+    if isinstance(a, list):
+        if len(a) != len(b):  # type: ignore[arg-type]
+            raise ValueError(f"partial totals of different lengths: {len(a)} and {len(b)}.")  # type: ignore[arg-type]
+        return [add_totals(x, y) for x, y in zip(a, b, strict=True)]  # type: ignore[arg-type,return-value]
+    return a + b  # type: ignore[operator,no-any-return]
 
 
 class Scope:
@@ -58,6 +122,19 @@ class Scope:
     def call_size(self, n: int) -> int:
         """Number of segments of the whole call, when known (else `n`, the segments passed in)."""
         return n
+
+    partial: bool = False
+    """Whether a call sees only part of the call's inputs (the others are on other ranks): options fitted on
+    the whole call's texts together (``baseline="fit"``) are refused then."""
+
+    def call(self) -> contextlib.AbstractContextManager[None]:
+        """Wraps one metric call (the front, :func:`movers.pipeline.call.score`)."""
+        return contextlib.nullcontext()
+
+    def finish(self, spec: Any, options: Any, result: Any) -> Any:
+        """The call's :class:`~movers.core.result.Scores` as the whole call's (identity unless the inputs are
+        spread over ranks)."""
+        return result
 
 
 _WHOLE_CALL = Scope()
@@ -123,6 +200,13 @@ class ProcessGroupScope(Scope):
         return t.cpu()
 
     def total(self, value: T) -> T:
+        if isinstance(value, ExactSum) or (isinstance(value, list) and any(isinstance(x, ExactSum) for x in value)):
+            parts: list[Any] = [None] * self.world  # exact sums: Python ints, gathered and added exactly
+            self.dist.all_gather_object(parts, value, group=self.group)
+            total = parts[0]
+            for part in parts[1:]:
+                total = add_totals(total, part)
+            return total  # type: ignore[no-any-return]
         if isinstance(value, Counter):
             top = max(value, default=-1)
             if any(not isinstance(k, int) or k < 0 for k in value):
@@ -151,17 +235,150 @@ class ProcessGroupScope(Scope):
         return [v for part in parts for v in part]
 
 
+class RankFailed(RuntimeError):
+    """Raised on every other rank of a sharded call when one rank's part of it failed (names the rank and why)."""
+
+
+class ShardedScope(ProcessGroupScope):
+    """One rank of a process group whose ranks each pass only their own segments (any sizes): the call is the
+    union of the ranks' segments in rank order. Sums are all-reduced as in :class:`ProcessGroupScope`;
+    per-segment results stay on their rank; the corpus score and signature are reduced over all ranks at the
+    end of the call (:meth:`finish`).
+
+    Failure is agreed on: before each collective every rank reports whether it failed (an all-reduced flag,
+    after a ``monitored_barrier`` on gloo, which names a rank that does not arrive within `timeout`); a rank
+    whose part raises reports its reason at the next check and every other rank raises :class:`RankFailed`
+    naming it, instead of waiting in a collective that rank will never join.
+    """
+
+    partial = True
+
+    def __init__(self, group: Any = None, timeout: float | datetime.timedelta | None = None) -> None:
+        super().__init__(group)
+        if timeout is not None and not isinstance(timeout, datetime.timedelta):
+            timeout = datetime.timedelta(seconds=float(timeout))
+        self.timeout = timeout
+        self.monitored = self.dist.get_backend(group) == "gloo"
+        self._sizes: list[int] | None = None
+        self._settled = False  # this call's failure is known to every rank already
+
+    # ---------------------------------------------------------------------------------- agreement
+
+    def _check(self, failure: str | None = None) -> None:
+        """Every rank says whether its part failed; raise :class:`RankFailed` on the others if one did."""
+        if self.monitored:
+            try:
+                self.dist.monitored_barrier(group=self.group, timeout=self.timeout, wait_all_ranks=True)
+            except RuntimeError as err:
+                self._settled = True
+                raise RankFailed(f"distributed_scoring(sharded=True): rank {self.rank} of {self.world} gave up "
+                                 f"waiting for the other ranks: {err}") from None
+        flag = self._reduce(torch.tensor([0 if failure is None else 1], dtype=torch.int64), self.dist.ReduceOp.MAX)
+        if not int(flag[0]):
+            return
+        reasons: list[Any] = [None] * self.world
+        self.dist.all_gather_object(reasons, failure, group=self.group)
+        self._settled = True
+        if failure is None:
+            failed = [(r, why) for r, why in enumerate(reasons) if why is not None]
+            raise RankFailed("; ".join(f"rank {r} failed: {why}" for r, why in failed))
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        self._sizes, self._settled = None, False
+        try:
+            yield
+        except BaseException as err:
+            if not self._settled:
+                self._settled = True
+                self._check(f"{type(err).__name__}: {err}")
+            raise
+
+    def _agreed_sizes(self, n: int) -> list[int]:
+        if self._sizes is None:
+            self._check()
+            sizes: list[Any] = [None] * self.world
+            self.dist.all_gather_object(sizes, int(n), group=self.group)
+            self._sizes = [int(x) for x in sizes]
+        return self._sizes
+
+    # ---------------------------------------------------------------------------------- the hooks
+
+    def part(self, n: int, *, multiple: int = 1) -> range:
+        sizes = self._agreed_sizes(n)
+        starts = [sum(sizes[:r]) for r in range(self.world)]
+        split = [r for r in range(1, self.world) if starts[r] % multiple and starts[r] < sum(sizes)]
+        if multiple > 1 and split:
+            self._settled = True  # every rank sees the same sizes and raises the same error here
+            raise ValueError(f"distributed_scoring(sharded=True): batch centring averages runs of {multiple} "
+                             f"consecutive segments of the union, but rank {split[0]}'s segments start at "
+                             f"segment {starts[split[0]]}, inside a run (ranks hold {sizes} segments); give every "
+                             f"rank but the last a multiple of {multiple} segments (movers.core.scope.shard_bounds "
+                             f"with multiple={multiple}), or use centering='corpus' or a fitted table.")
+        return range(n)
+
+    def call_size(self, n: int) -> int:
+        return sum(self._agreed_sizes(n))
+
+    def total(self, value: T) -> T:
+        self._check()
+        return super().total(value)
+
+    def gather(self, values: Sequence[T]) -> list[T]:
+        return list(values)  # each rank keeps its own segments' values
+
+    def finish(self, spec: Any, options: Any, result: Any) -> Any:
+        """The corpus score of the union (a mean of segment scores: reduced from every rank's sums; ΔBLEU's
+        was computed from all-reduced statistics already) and the union's ``nrefs``."""
+        import dataclasses
+
+        self._check()
+        n = len(result.scores)
+        keys = ["scores", *(k for k in spec.per_segment_outputs() if k in result.extra and k != "per_reference"
+                            and _numbers(result.extra[k], n))]
+        local = [math.fsum(result.scores)] + [math.fsum(result.extra[k]) for k in keys[1:]]
+        label = result.signature.get("nrefs")
+        labels: list[Any] = [None] * self.world
+        self.dist.all_gather_object(labels, label, group=self.group)
+        signature = result.signature
+        if label is not None and len({str(x) for x in labels}) > 1:
+            signature = signature.set("nrefs", "var")
+        if not spec.corpus_from_segments:
+            return dataclasses.replace(result, signature=signature)
+        sums = self._reduce(torch.tensor([*local, n], dtype=torch.float64)).tolist()
+        means = {k: [s / sums[-1]] for k, s in zip(keys, sums[:-1], strict=True)}
+        score, corpus = spec.corpus(options, means)  # a mean of each per-segment output: of the one-entry means
+        extra = {**result.extra, **corpus}
+        if "raw_scores" in means:  # a baseline-rescaled call: the unscaled corpus score
+            extra["raw_score"] = means["raw_scores"][0]
+        return dataclasses.replace(result, score=score, signature=signature, extra=extra)
+
+
+def _numbers(value: Any, n: int) -> bool:
+    return isinstance(value, list) and len(value) == n and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
+
+
 @contextlib.contextmanager
-def distributed_scoring(group: Any = None) -> Iterator[ProcessGroupScope]:
+def distributed_scoring(group: Any = None, *, sharded: bool = False,
+                        timeout: float | datetime.timedelta | None = None) -> Iterator[ProcessGroupScope]:
     """Score across the ranks of an initialised process group: inside the block every movers metric call
     is collective (all ranks call it with the same inputs), each rank embeds and scores ``1/world`` of the
     segments, call-level statistics (per-call IDF, batch/corpus centring, ΔBLEU's corpus sums) are
     all-reduced, and every rank returns the full result, equal to a one-process call to float32 rounding.
 
+    ``sharded=True``: each rank passes only its own segments (any number, at least one); the call is their
+    union in rank order. Every rank returns the union's corpus ``score`` and signature and the ``scores`` (and
+    other per-segment outputs) of its own segments. A rank whose part fails makes the call fail on every rank
+    with its reason (:class:`RankFailed`); on gloo a rank that does not reach a check within `timeout` seconds
+    (default: the process group's) is named. ``baseline="fit"`` (fitted on random pairs of the whole call) is
+    refused; batch centring needs every rank but the last to hold whole runs of ``centering_batch`` segments.
+
     Raises:
         RuntimeError: If no process group is initialised.
     """
-    with use_scope(ProcessGroupScope(group)) as scope:
+    scope = ShardedScope(group, timeout) if sharded else ProcessGroupScope(group)
+    with use_scope(scope):
         yield scope
 
 

@@ -28,7 +28,7 @@ from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
 from ..core.options import Widget, option
 from ..core.result import Scores
-from ..core.scope import current_scope
+from ..core.scope import ExactSum, current_scope
 from ..core.signature import Signature, library_versions, nrefs_label
 from ..core.spec import Example, Inputs, MetricSpec, Output
 from ..core.validation import check_choice, check_reference_weights
@@ -163,9 +163,12 @@ class DeltaBleu(MetricSpec[DeltaBleuOptions]):
         scope = current_scope()
         stats = [segment(ngrams(preds[i]), [ngrams(r) for r in refs[i]], weights[i], order)
                  for i in scope.part(len(preds))]
-        sums = scope.total([float(sum(s[0] for s in stats)), float(sum(s[1] for s in stats)),
-                            *(math.fsum(s[2][n] for s in stats) for n in range(order)),
-                            *(math.fsum(s[3][n] for s in stats) for n in range(order))])
+        # weighted counts summed exactly (ExactSum): sums of any parts (ranks, blocks) round once, as
+        # math.fsum over the whole call does, so the corpus score is the same bits however the call is split
+        totals = scope.total([float(sum(s[0] for s in stats)), float(sum(s[1] for s in stats)),
+                              *(ExactSum.of(s[2][n] for s in stats) for n in range(order)),
+                              *(ExactSum.of(s[3][n] for s in stats) for n in range(order))])
+        sums = [float(x) for x in totals]
         scope.statistics_done()
         scores = scope.gather([score(*s).score for s in stats])
         # per segment [hyp_len, ref_len, correct_1..N, total_1..N], sacreBLEU's order: what resampling tests sum

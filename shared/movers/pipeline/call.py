@@ -35,6 +35,7 @@ import numpy as np
 from ..core import progress
 from ..core.options import check_options, option, type_text
 from ..core.result import Scores
+from ..core.scope import current_scope
 from ..core.signature import Signature, format_float, nrefs_label
 from ..core.spec import Inputs, MetricSpec
 from ..core.validation import _check_list
@@ -165,9 +166,20 @@ def score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str, 
           **options: Any) -> Scores:
     """Score with `spec`: the steps of this module's docstring. ``movers.<metric>`` calls it."""
     predictions, references = _materialise(predictions), _materialise(references)
+    scope = current_scope()
+    with scope.call():
+        return scope.finish(spec, make_options(spec, options), _score(spec, predictions, references, extra, options))
+
+
+def _score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str, Any] | None,
+           options: dict[str, Any]) -> Scores:
     o = make_options(spec, options)
     name = spec.name(o)
     _check_front(name, spec, o)
+    if getattr(o, "baseline", None) == "fit" and current_scope().partial:
+        raise ValueError(f"{name}: baseline='fit' pairs each prediction with another segment's references drawn "
+                         f"from the whole call, which no rank holds here; fit it once (a call with "
+                         f"baseline='fit' gives extra['baseline']) and pass that number, or baseline='bundled'.")
     verbose = bool(getattr(o, "verbose", False))
     with progress.call_progress(name, _pair_count(spec, name, predictions, references, o) if verbose else None,
                                 verbose):

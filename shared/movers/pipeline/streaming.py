@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..core.result import Scores
-from ..core.scope import Scope, use_scope
+from ..core.scope import Scope, add_totals, use_scope
 from ..core.spec import MetricSpec
 from .call import make_options, score
 
@@ -46,12 +46,8 @@ class _FirstPass(Scope):
         self.asked = True
         if self._k == len(self.totals):
             self.totals.append(value)
-        elif isinstance(value, list):
-            self.totals[self._k] = [a + b for a, b in zip(self.totals[self._k], value, strict=False)]
-        elif hasattr(value, "update") and not hasattr(value, "shape"):  # Counter
-            self.totals[self._k].update(value)
         else:
-            self.totals[self._k] = self.totals[self._k] + value
+            self.totals[self._k] = add_totals(self.totals[self._k], value)
         self._k += 1
         return value
 
