@@ -179,7 +179,19 @@ class _Worker:
             return self.call(table)
 
 
-class _FirstPassActor(_Worker):
+_WORKERS: dict[bytes, _StatisticsWorker] = {}
+
+
+def _first_pass(table: pa.Table, key: bytes) -> pa.Table:
+    """The statistics pass runs as Ray tasks: a worker process keeps its metric (and encoder) for the next
+    batch and the next call with the same arguments."""
+    worker = _WORKERS.get(key)
+    if worker is None:
+        worker = _WORKERS[key] = _StatisticsWorker(*pickle.loads(key))
+    return worker(table)
+
+
+class _StatisticsWorker(_Worker):
     signature: Signature | None = None
 
     def __call__(self, table: pa.Table) -> pa.Table:
@@ -344,7 +356,8 @@ def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
     actor = {"batch_format": "pyarrow", "compute": pool, "num_cpus": num_cpus, "num_gpus": num_gpus}
     common = (spec.slug, dict(options), columns, threads)
 
-    first = ds.map_batches(_FirstPassActor, batch_size=block_size, fn_constructor_args=common, **actor)
+    first = ds.map_batches(_first_pass, batch_size=block_size, fn_args=(pickle.dumps(common),),
+                           batch_format="pyarrow", num_cpus=num_cpus, num_gpus=num_gpus)
     merged = pickle.loads(first.aggregate(_Merge())["statistics"])
     size, multiple = merged["n"], merged["multiple"]
     totals = merged["totals"] if merged["asked"] else []
