@@ -20,9 +20,9 @@ import pytest
 
 from .conftest import REPO, reference_records, regrouped
 
-ray = pytest.importorskip("ray", reason="Ray Data is the optional extra movers[ray] (pip install 'movers[ray]')")
-pytest.importorskip("ray.data", reason="Ray Data is the optional extra movers[ray] (pip install 'movers[ray]')")
-import ray.data  # noqa: E402
+SKIP = "Ray Data is the optional extra movers[ray] (pip install 'movers[ray]')"
+ray = pytest.importorskip("ray", reason=SKIP)
+ray_data = pytest.importorskip("ray.data", reason=SKIP)
 
 N = 24
 BLOCKS = [(15, 24), (0, 4), (4, 15)]  # unequal blocks, not in input order
@@ -40,7 +40,7 @@ def cluster():
     """One local Ray cluster for every Ray test (2 CPUs, no dashboard, no usage reporting)."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    ray_data.DataContext.get_current().enable_progress_bars = False
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 
@@ -56,7 +56,7 @@ def _dataset():
 
     preds, refs, weights = _texts()
     frame = pd.DataFrame({"prediction": preds, "reference": refs, "weights": weights, "position": range(N)})
-    return ray.data.from_pandas([frame.iloc[a:b] for a, b in BLOCKS])
+    return ray_data.from_pandas([frame.iloc[a:b] for a, b in BLOCKS])
 
 
 @pytest.mark.slow
@@ -156,7 +156,7 @@ def test_command_scores_a_jsonl_file_on_the_cluster(cluster, tmp_path):
                             for i, (p, r, w) in enumerate(zip(preds, refs, weights, strict=False))), encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, "-m", "movers", "score", "--ray", str(data), "-m", "delta_bleu", "--prediction-column",
-           "hyp", "--reference-column", "refs", "--opt", "delta_bleu:reference_weights=w", "--index-column", "i",
+           "hyp", "--reference-column", "refs", "--weights-column", "w", "--index-column", "i",
            "--address", cluster, "--output", str(tmp_path / "scored"), "-f", "json"]
     run = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]

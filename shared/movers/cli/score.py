@@ -262,11 +262,31 @@ def _parser() -> argparse.ArgumentParser:
                f"{BOOTSTRAP_SEED}; 'none' draws it from the system.")
     p.add_argument("-m", "--metric", action="append", required=True, choices=registry.slugs(),
                    metavar="SLUG", help=f"metric to run, repeatable: {', '.join(registry.slugs())}")
-    p.add_argument("-r", "--refs", action="append", required=True, metavar="FILE",
+    p.add_argument("-r", "--refs", action="append", default=[], metavar="FILE",
                    help="reference file, one per line; repeat for several references per hypothesis")
     p.add_argument("-c", "--cands", "-i", "--input", dest="cands", nargs="+", default=["-"], metavar="FILE",
                    help="hypothesis file(s), one per line; several files are several systems "
                         "(default: standard input)")
+    p.add_argument("--shard", action="store_true",
+                   help="under torchrun: each rank reads only its own contiguous share of the lines and scores it "
+                        "(distributed_scoring(sharded=True)); rank 0 prints the corpus result of all lines")
+    ray_group = p.add_argument_group("Ray Data", "score a data set file or folder on a Ray cluster instead of "
+                                                 "line files (pip install 'movers[ray]')")
+    ray_group.add_argument("--ray", metavar="DATA", default=None,
+                           help="a Parquet, JSONL (.jsonl/.json) or CSV file or folder, read with ray.data")
+    ray_group.add_argument("--prediction-column", default="prediction", metavar="NAME")
+    ray_group.add_argument("--reference-column", action="append", default=[], metavar="NAME",
+                           help="repeatable (default: reference); a column of strings or of lists of strings")
+    ray_group.add_argument("--weights-column", action="append", default=[], metavar="NAME",
+                           help="reference weights (ΔBLEU), shaped as the reference columns")
+    ray_group.add_argument("--index-column", default=None, metavar="NAME",
+                           help="each row's position in the input (needed by batch centring: TWMD's default)")
+    ray_group.add_argument("--address", default=None,
+                           help="an existing Ray cluster (else $RAY_ADDRESS, else a local cluster)")
+    ray_group.add_argument("--output", default=None, metavar="DIR",
+                           help="write <slug>.parquet (every input column and the per-row score) and <slug>.json "
+                                "(score and signature) here")
+    ray_group.add_argument("--actors", type=int, default=None, metavar="N", help="scoring actors (default: Ray's)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="metric option, repeatable (see below; --list-options SLUG lists a metric's options)")
     p.add_argument("--list-options", action=_ListOptions, metavar="SLUG", choices=registry.slugs(),
@@ -356,7 +376,17 @@ def _checked(args: argparse.Namespace) -> int | None:
 def run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     slugs = list(dict.fromkeys(args.metric))
+    if args.ray is not None:
+        from .ray import run_ray
+
+        return run_ray(args, slugs, parse_options(args.opt, {slug: registry.get(slug) for slug in slugs}))
+    if not args.refs:
+        raise UsageError("pass reference files (-r FILE, repeatable), or a data set with --ray DATA.")
     seed = _checked(args)
+    if args.shard:
+        from .ray import run_shard
+
+        return run_shard(args, slugs, parse_options(args.opt, {slug: registry.get(slug) for slug in slugs}))
     names = ["<stdin>" if path == "-" else path for path in args.cands]
     if len(set(names)) < len(names):
         twice = next(n for n in names if names.count(n) > 1)

@@ -383,10 +383,10 @@ def distributed_scoring(group: Any = None, *, sharded: bool = False,
 
 
 @contextlib.contextmanager
-def launched_scoring() -> Iterator[int]:
+def launched_scoring(*, sharded: bool = False) -> Iterator[int]:
     """For command-line tools under ``torchrun``/``accelerate launch``: when ``WORLD_SIZE`` > 1, initialise
     the default process group (NCCL with CUDA, gloo on CPU), score collectively inside the block
-    (:func:`distributed_scoring`) and destroy the group afterwards; yields this process's rank (0 when
+    (:func:`distributed_scoring`, ``sharded`` as there) and destroy the group afterwards; yields this process's rank (0 when
     not launched by a launcher, and then nothing is distributed)."""
     import os
 
@@ -406,7 +406,7 @@ def launched_scoring() -> Iterator[int]:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     try:
-        with distributed_scoring():
+        with distributed_scoring(sharded=sharded):
             yield dist.get_rank()
     finally:
         dist.destroy_process_group()
