@@ -100,9 +100,13 @@ def _bench(argv: list[str]) -> int:
         from ..bench.baselines import main as run_baselines
 
         return run_baselines(argv[1:])
+    if argv and argv[0] == "ray":
+        from ..bench.ray import main as run_ray
+
+        return run_ray(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "suite", "scale",
                                                                   "systems", "validation"):
-        print("usage: movers bench {speed,correlation,suite,validation,scale,systems,baselines} [options]\n"
+        print("usage: movers bench {speed,correlation,suite,validation,scale,systems,baselines,ray} [options]\n"
               "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
               "  movers bench suite --suite {dev,validation} --metric SLUG[=JSON] [...]\n"
               "  movers bench validation [--model DIR --encoder NAME] | --render DIR [--write]\n"
@@ -111,6 +115,7 @@ def _bench(argv: list[str]) -> int:
               "  movers bench speed --lengths 50,200,800,2000 [--threads N] [--metric SLUG ...]   (long texts)\n"
               "  movers bench scale [options]   (peak memory vs corpus size, throughput)\n"
               "  movers bench systems [--metric SLUG]   (16 systems, repeated evaluations; embedding cache)\n"
+              "  movers bench ray [--metric SLUG --pairs N --memory N,N]   (Ray Data vs one process; memory)\n"
               "  movers bench baselines [--pairs N --out FILE]   (the shipped rescaling baselines)")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     kind, rest = argv[0], argv[1:]

@@ -1,0 +1,170 @@
+"""``movers bench ray``: Ray Data's overhead and memory against one process.
+
+    movers bench ray --metric moverscore --pairs 20000              # 1 process x 2 threads vs Ray 2 actors x 1
+    movers bench ray --metric delta_bleu --memory 10000,100000      # peak memory per worker and on the driver
+
+The corpus is the first WMT15/16 pairs (development set), cycled to ``--pairs``, written to Parquet files by a
+separate process first, so the Ray driver reads nothing itself. Each measurement runs in a fresh subprocess:
+
+* ``process``: one ``movers.<metric>`` call with torch's 2 threads, timed after the encoder is loaded;
+* ``ray``: a local cluster of 2 CPUs, :func:`movers.integrations.ray.score` with 2 actors of 1 CPU (1 torch
+  thread), both passes and the Parquet write of the scored rows, timed from the call to the written files
+  (actors start and load their encoder inside that time). Peak memory: the driver's ``ru_maxrss``, and each
+  worker process's ``VmHWM`` (peak resident set) sampled from /proc every 0.2 s while it lives.
+
+The metric runs with its bench options (the call-level statistics on: per-call IDF for MoverScore).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _write(n: int, folder: str, rows_per_file: int = 5000) -> None:
+    import itertools
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .data import load_dataset
+
+    records = load_dataset("wmt15_16_da_seg_toen").records
+    pairs = itertools.islice(itertools.cycle(records), n)
+    for k in range(0, n, rows_per_file):
+        chunk = list(itertools.islice(pairs, rows_per_file))
+        table = pa.table({"prediction": [r["hypothesis"] for r in chunk],
+                          "reference": [list(r["references"]) for r in chunk],
+                          "position": list(range(k, k + len(chunk)))})
+        pq.write_table(table, f"{folder}/part-{k // rows_per_file:06d}.parquet")
+
+
+def _workers(peaks: dict[int, float], stop: threading.Event, me: int) -> None:
+    while not stop.is_set():
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit() or int(proc.name) == me:
+                continue
+            try:
+                title = (proc / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+                if not title.startswith("ray::") or "IDLE" in title:
+                    continue
+                status = (proc / "status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmHWM:") and ("MapWorker" in title or "Map" in title or "first_pass" in title):
+                    peaks[int(proc.name)] = max(peaks.get(int(proc.name), 0.0), int(line.split()[1]) / 1024.0)
+        time.sleep(0.2)
+
+
+def _child(mode: str, metric: str, folder: str, out: str) -> int:
+    from . import quiet_offline
+
+    quiet_offline()
+    import movers
+
+    from .. import metrics as registry
+
+    options: dict[str, Any] = dict(registry.get(metric).bench_options)
+    result: dict[str, Any] = {"mode": mode, "metric": metric}
+    if mode == "process":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(folder)
+        preds, refs = table.column("prediction").to_pylist(), table.column("reference").to_pylist()
+        fn = getattr(movers, metric)
+        fn(preds[:4], refs[:4], **{k: v for k, v in options.items() if k != "idf"})  # load the encoder
+        start = time.perf_counter()
+        fn(preds, refs, **options)
+        result.update(seconds=time.perf_counter() - start, pairs=len(preds))
+    else:
+        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+        import ray
+        import ray.data
+
+        from ..integrations.ray import score
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        peaks: dict[int, float] = {}
+        stop = threading.Event()
+        watcher = threading.Thread(target=_workers, args=(peaks, stop, os.getpid()), daemon=True)
+        watcher.start()
+        start = time.perf_counter()
+        ds = ray.data.read_parquet(folder)
+        scored = score(ds, metric, index="position", concurrency=2, num_cpus=1, **options)
+        with tempfile.TemporaryDirectory() as target:
+            scored.write_parquet(target)
+            n = ray.data.read_parquet(target).count()
+        result.update(seconds=time.perf_counter() - start, pairs=n, score=scored.score)
+        stop.set()
+        watcher.join()
+        ray.shutdown()
+        result["worker_peak_mb"] = max(peaks.values(), default=0.0)
+        result["workers"] = len(peaks)
+    result["driver_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    Path(out).write_text(json.dumps(result))
+    return 0
+
+
+def _measure(mode: str, metric: str, folder: str) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        out = f.name
+    env = dict(os.environ, OMP_NUM_THREADS="2" if mode == "process" else "1")
+    run = subprocess.run([sys.executable, "-m", "movers.bench.ray", "--child", mode, metric, folder, out], env=env,
+                         capture_output=True, text=True)
+    if run.returncode:
+        raise RuntimeError(f"bench ray {mode} failed: {run.stderr[-2000:]}")
+    return json.loads(Path(out).read_text())
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="movers bench ray", description=__doc__.split("\n")[0])
+    p.add_argument("--metric", default="moverscore")
+    p.add_argument("--pairs", type=int, default=20000, help="throughput corpus (0: skip)")
+    p.add_argument("--memory", default="", help="comma-separated corpus sizes for the Ray memory runs")
+    p.add_argument("--json", default=None, help="write the results here too")
+    args = p.parse_args(argv)
+    results: dict[str, Any] = {"metric": args.metric, "throughput": {}, "memory": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.pairs:
+            folder = f"{tmp}/t"
+            os.makedirs(folder)
+            subprocess.run([sys.executable, "-m", "movers.bench.ray", "--write", str(args.pairs), folder], check=True)
+            one, ray_run = _measure("process", args.metric, folder), _measure("ray", args.metric, folder)
+            overhead = one["pairs"] / one["seconds"] / (ray_run["pairs"] / ray_run["seconds"]) - 1
+            results["throughput"] = {"process": one, "ray": ray_run, "overhead": overhead}
+            print(f"{args.metric}, {args.pairs} pairs: 1 process x 2 threads {one['pairs'] / one['seconds']:.1f} "
+                  f"pairs/s; Ray 2 actors x 1 thread {ray_run['pairs'] / ray_run['seconds']:.1f} pairs/s "
+                  f"(overhead {100 * overhead:.1f}%)", flush=True)
+        for n in [int(x) for x in args.memory.split(",") if x]:
+            folder = f"{tmp}/m{n}"
+            os.makedirs(folder)
+            subprocess.run([sys.executable, "-m", "movers.bench.ray", "--write", str(n), folder], check=True)
+            m = _measure("ray", args.metric, folder)
+            results["memory"][n] = m
+            print(f"{args.metric}, {n} pairs on Ray: peak per worker {m['worker_peak_mb']:.0f} MB "
+                  f"({m['workers']} worker processes), driver {m['driver_peak_mb']:.0f} MB, "
+                  f"{m['pairs'] / m['seconds']:.1f} pairs/s", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--child":
+        sys.exit(_child(*sys.argv[2:6]))
+    if sys.argv[1] == "--write":
+        _write(int(sys.argv[2]), sys.argv[3])
+        sys.exit(0)
+    sys.exit(main(sys.argv[1:]))
