@@ -85,18 +85,18 @@ class ExactSum:
         return f"ExactSum({float(self)!r})"
 
 
-def add_totals(a: T, b: T) -> T:
+def add_totals(a: Any, b: Any) -> Any:
     """Two partial values of :meth:`Scope.total` added up: Counters merged, lists element by element, tensors,
     numbers and :class:`ExactSum` with ``+``. Partial sums from blocks or workers reduce with it in any order."""
     if isinstance(a, Counter):
         merged = Counter(a)
-        merged.update(b)  # type: ignore[arg-type]
-        return merged  # type: ignore[return-value]
+        merged.update(b)
+        return merged
     if isinstance(a, list):
-        if len(a) != len(b):  # type: ignore[arg-type]
-            raise ValueError(f"partial totals of different lengths: {len(a)} and {len(b)}.")  # type: ignore[arg-type]
-        return [add_totals(x, y) for x, y in zip(a, b, strict=True)]  # type: ignore[arg-type,return-value]
-    return a + b  # type: ignore[operator,no-any-return]
+        if len(a) != len(b):
+            raise ValueError(f"partial totals of different lengths: {len(a)} and {len(b)}.")
+        return [add_totals(x, y) for x, y in zip(a, b, strict=True)]
+    return a + b
 
 
 class Scope:
@@ -206,7 +206,7 @@ class ProcessGroupScope(Scope):
             total = parts[0]
             for part in parts[1:]:
                 total = add_totals(total, part)
-            return total  # type: ignore[no-any-return]
+            return total
         if isinstance(value, Counter):
             top = max(value, default=-1)
             if any(not isinstance(k, int) or k < 0 for k in value):
@@ -386,7 +386,7 @@ def distributed_scoring(group: Any = None, *, sharded: bool = False,
 def launched_scoring(*, sharded: bool = False) -> Iterator[int]:
     """For command-line tools under ``torchrun``/``accelerate launch``: when ``WORLD_SIZE`` > 1, initialise
     the default process group (NCCL with CUDA, gloo on CPU), score collectively inside the block
-    (:func:`distributed_scoring`, ``sharded`` as there) and destroy the group afterwards; yields this process's rank (0 when
+    (:func:`distributed_scoring`, ``sharded`` as there) and destroy the group; yields this process's rank (0 when
     not launched by a launcher, and then nothing is distributed)."""
     import os
 

@@ -292,7 +292,7 @@ class _ExactMean(AggregateFnV2):
     def combine(self, current: tuple[int, int], new: tuple[int, int]) -> tuple[int, int]:
         return current[0] + new[0], current[1] + new[1]
 
-    def finalize(self, accumulator: tuple[int, int]) -> float:
+    def finalize(self, accumulator: tuple[int, int]) -> float:  # type: ignore[override]
         from ..core.scope import ExactSum
 
         return float(ExactSum(accumulator[0])) / accumulator[1] if accumulator[1] else math.nan
@@ -375,7 +375,7 @@ def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
     if multiple > 1:
         # hash-partitioned by run: every block holds whole runs of `multiple` consecutive positions
         run = f"__movers_run_{spec.slug}"
-        keyed = ds.with_column(run, ray.data.expressions.col(index) // multiple)
+        keyed = ds.with_column(run, ray.data.expressions.col(str(index)) // multiple)
         blocks = max(1, -(-size // block_size))
         rows = keyed.repartition(blocks, keys=[run]).drop_columns([run]).map_batches(
             _ScoringActor, batch_size=None, fn_constructor_args=scoring, **actor)

@@ -168,7 +168,7 @@ class DeltaBleu(MetricSpec[DeltaBleuOptions]):
         totals = scope.total([float(sum(s[0] for s in stats)), float(sum(s[1] for s in stats)),
                               *(ExactSum.of(s[2][n] for s in stats) for n in range(order)),
                               *(ExactSum.of(s[3][n] for s in stats) for n in range(order))])
-        sums = [float(x) for x in totals]
+        sums = [float(x) for x in totals]  # type: ignore[arg-type]
         scope.statistics_done()
         scores = scope.gather([score(*s).score for s in stats])
         # per segment [hyp_len, ref_len, correct_1..N, total_1..N], sacreBLEU's order: what resampling tests sum
