@@ -18,16 +18,18 @@ REGROUPING_ATOL = 1e-5
   numbers: every step is deterministic;
 * an embedding-cache hit returns the stored vectors (their bytes are checked), so a run whose vectors all come
   from the cache equals the run that stored them;
-* ΔBLEU: its statistics are integer counts, so any grouping (systems, streams, shards, resamples) gives the
-  same numbers.
+* ΔBLEU: its statistics are sums kept exactly (integer counts, and the rated references' weighted counts as
+  exact sums of float64 values, rounded once as ``math.fsum`` rounds), so any grouping (systems, streams,
+  shards, Ray blocks, resamples) gives the same numbers.
 
 **To float32 rounding**, ``|a - b| <= REGROUPING_ATOL`` on every score, the same texts grouped or run
 differently: another ``batch_size``, several systems in one run or one by one, a cache filled by other calls,
-streamed blocks, ranks of a distributed call, a torchmetrics ``forward`` per batch then ``compute``, another
-torch thread count, another CPU. Which texts share an encoder batch (the padding, and the matrix kernels a CPU
-picks for a shape) moves a token vector's last bits: no batching rule keeps a row's bits on every instruction
-set (not rows of one length, not a fixed batch shape, not one text per batch across thread counts; measured
-with AVX-512, AVX2 and SSE4.2 kernels on an Intel Xeon), and the transport's sums change with the thread count.
+streamed blocks, ranks of a distributed call (each rank with all inputs, or its own shard), Ray blocks, a
+torchmetrics ``forward`` per batch then ``compute``, another torch thread count, another CPU. Which texts share
+an encoder batch (the padding, and the matrix kernels a CPU picks for a shape) moves a token vector's last
+bits: no batching rule keeps a row's bits on every instruction set (not rows of one length, not a fixed batch
+shape, not one text per batch across thread counts; measured with AVX-512, AVX2 and SSE4.2 kernels on an Intel
+Xeon), and the transport's sums change with the thread count.
 The largest moves come from texts with equal tokens embedded in different batches: the Euclidean distance of
 two vectors a few float32 steps apart is the norm of their difference, about ``sqrt(dim)`` steps (7.8e-7 for a
 MoverScore pair like "with Dawn French." / "With Dawn French." in another batch, 384 dimensions; most pairs move

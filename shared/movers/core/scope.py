@@ -31,59 +31,17 @@ import contextvars
 import datetime
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from fractions import Fraction
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 import torch
+
+from .exact import ExactSum
 
 __all__ = ["Scope", "ProcessGroupScope", "ShardedScope", "RankFailed", "ExactSum", "add_totals", "current_scope",
            "use_scope", "distributed_scoring", "launched_scoring", "shard_bounds"]
 
 T = TypeVar("T")
-
-_UNIT = 1 << 1074  # every finite float64 is an integer multiple of 2**-1074
-
-
-class ExactSum:
-    """A sum of float64 values kept exactly (an integer count of 2**-1074), so that sums of parts added in any
-    grouping (ranks, stream blocks, Ray blocks) give the bits of ``math.fsum`` over all the values: ``float()``
-    rounds the exact sum once, correctly, as ``math.fsum`` does. ΔBLEU sums its weighted counts with it."""
-
-    __slots__ = ("units",)
-
-    def __init__(self, units: int = 0) -> None:
-        self.units = units
-
-    @classmethod
-    def of(cls, values: Iterable[float]) -> ExactSum:
-        total = 0
-        for value in values:
-            num, den = float(value).as_integer_ratio()  # den is a power of two <= 2**1074
-            total += num * (_UNIT // den)
-        return cls(total)
-
-    def __add__(self, other: Any) -> ExactSum:
-        if isinstance(other, ExactSum):
-            return ExactSum(self.units + other.units)
-        if other == 0:
-            return self
-        return NotImplemented
-
-    __radd__ = __add__
-
-    def __float__(self) -> float:
-        return float(Fraction(self.units, _UNIT))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ExactSum) and other.units == self.units
-
-    def __hash__(self) -> int:
-        return hash(self.units)
-
-    def __repr__(self) -> str:
-        return f"ExactSum({float(self)!r})"
-
 
 def add_totals(a: Any, b: Any) -> Any:
     """Two partial values of :meth:`Scope.total` added up: Counters merged, lists element by element, tensors,
@@ -126,6 +84,11 @@ class Scope:
     partial: bool = False
     """Whether a call sees only part of the call's inputs (the others are on other ranks): options fitted on
     the whole call's texts together (``baseline="fit"``) are refused then."""
+
+    signature_only: bool = False
+    """Whether the call is made for its call-level statistics and its signature only (a first pass over
+    blocks): after :meth:`statistics_done` a metric may skip its scoring (no model run, no transport) and
+    return placeholder scores (NaN) with the call's signature."""
 
     def call(self) -> contextlib.AbstractContextManager[None]:
         """Wraps one metric call (the front, :func:`movers.pipeline.call.score`)."""
