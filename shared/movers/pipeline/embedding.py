@@ -286,6 +286,9 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
             assert ctx.encoder is not None
             mode = Centering(*corpus_means, ctx.encoder.name, ctx.encoder.layer_label, ctx.kept_label)
         scope.statistics_done()
+        if scope.signature_only:  # statistics and signature only: no model run (per-call IDF needs a tokenizer)
+            return Scores(score=float("nan"), scores=[float("nan")] * len(inputs), extra={},
+                          signature=self.signature(ctx, inputs, self._center_label(o, mode, k)))
         centred = not (isinstance(mode, str) and mode == "none")
         pairs: list[Alignment] = []
         explained: list[Explanation] = []
@@ -331,9 +334,13 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
             segments["alignments"] = groups.split(explained)
         score, corpus = self.corpus(o, segments)
         scores = segments.pop("scores")
-        center = "corpus" if isinstance(o.centering, str) and o.centering == "corpus" else centering_label(mode, k)
+        center = self._center_label(o, mode, k)
         return Scores(score=score, scores=scores, signature=self.signature(ctx, inputs, center),
                       extra={**segments, **corpus})
+
+    @staticmethod
+    def _center_label(o: Any, mode: CenteringSpec, k: int) -> str:
+        return "corpus" if isinstance(o.centering, str) and o.centering == "corpus" else centering_label(mode, k)
 
 
 def check_centring_type(name: str, centering: Any) -> None:
