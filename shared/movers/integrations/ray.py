@@ -3,25 +3,28 @@
     >>> import ray, movers.integrations.ray as movers_ray               # doctest: +SKIP
     >>> ds = ray.data.read_parquet("s3://bucket/pairs/")                # columns prediction, reference
     >>> out = movers_ray.score(ds, "moverscore", idf=True)
-    >>> out.rows.write_parquet("scored/")                                # every input column + "moverscore"
+    >>> out.write_parquet("scored/")                                     # every input column + "moverscore"
     >>> out.score, out.signature                                         # those of movers.moverscore(...)
 
 :func:`score` runs the metric in two passes through the scope hooks that :func:`movers.score_stream` and
-distributed scoring use, each a ``map_batches`` over pools of actors (one encoder loaded once per actor):
+distributed scoring use:
 
-1. **statistics**: each block runs the metric up to the point where it has built its call-level statistics
-   (document frequencies for per-call IDF, token sums for corpus centring, ΔBLEU's n-gram sums, kept exactly),
-   and Ray reduces the blocks' partial sums (``Dataset.aggregate``) in any order; the reduced statistics are
-   those of one call (the sums behind :class:`movers.Idf`, a corpus :class:`movers.Centering`, ΔBLEU's corpus
-   counts). The same pass counts rows and references per row.
-2. **scoring**: each block is scored with the reduced statistics: ``rows`` (lazy) is the input with one
-   column more, named by the metric's slug. The corpus score is reduced from that column (a mean of segment
-   scores) or, for ΔBLEU, computed from the summed statistics; the signature is one call's.
+1. **statistics**: a ``map_batches`` over the data set's blocks runs the metric on each block up to the point
+   where it has built its call-level statistics (document frequencies for per-call IDF: a tokenizer, no model;
+   ΔBLEU's n-gram sums, kept exactly; token sums for corpus centring: the one statistic that needs the
+   encoder, so that pass runs on a pool of actors); it also gives the signature, the rows and the references
+   per row. Each block's partial sums (a few kB to a few hundred kB, nothing per row) stream to the driver as
+   they are made and are added there in any order: the sums behind :class:`movers.Idf`, a corpus
+   :class:`movers.Centering`, ΔBLEU's corpus counts.
+2. **scoring**: a ``map_batches`` over a pool of actors (one encoder per actor, loaded once) scores each
+   batch with those sums: ``rows`` (lazy) is the input with one column more, named by the metric's slug. The
+   corpus score is the mean of that column (exact sums of each block's scores, added on the driver) or, for
+   ΔBLEU, computed from the summed statistics; the signature is one call's.
 
 Order: a Ray dataset has no row order (blocks run and come back in any order). Only TWMD's batch centring
 (and ``centering="batch"`` of any metric) depends on it; it needs ``index=``: a column with each row's position
-in the input, and then each run of ``centering_batch`` consecutive positions is grouped
-(``groupby(...).map_groups``) and scored together, as one call would.
+in the input, and then the rows are hash-partitioned by run (``repartition(keys=...)``: every block holds whole
+runs of ``centering_batch`` consecutive positions) and each run is scored with its own rows, as one call would.
 
 Refused, with the reason: ``baseline="fit"`` (a random pairing over the whole call) and ``return_plans``
 (per-pair matrices are for inspecting chosen rows: :func:`movers.explain`).
@@ -39,19 +42,19 @@ try:
     import pyarrow as pa
     import ray
     import ray.data
-    from ray.data.aggregate import AggregateFnV2
 except ImportError as err:  # an optional extra
     raise ImportError("movers.integrations.ray needs Ray Data: pip install 'movers[ray]' "
                       "(or pip install 'ray[data]').") from err
 
 from .. import metrics as registry
+from ..core.exact import ExactSum, column_sum
 from ..core.scope import add_totals, use_scope
 from ..core.signature import Signature
 from ..core.spec import MetricSpec
 from ..pipeline.call import checked_options, make_options
 from ..pipeline.call import score as score_call
 from ..pipeline.embedding import EmbeddingMetric
-from ..pipeline.streaming import _Collected, _FirstPass, _SecondPass
+from ..pipeline.streaming import _FirstPass, _SecondPass
 
 __all__ = ["score", "RayScores"]
 
@@ -154,16 +157,16 @@ class _Statistics(_FirstPass):
 class _Worker:
     """What both passes' actors share: the metric, its options, the columns; the encoder loaded once."""
 
-    def __init__(self, slug: str, options: dict[str, Any], columns: _Columns, threads: int | None) -> None:
+    def __init__(self, spec: MetricSpec, options: dict[str, Any], columns: _Columns, threads: int | None) -> None:
         if threads:
             import torch
 
             torch.set_num_threads(threads)
-        self.spec = registry.get(slug)
+        self.spec = spec
         self.options = options
         self.columns = columns
-        if isinstance(self.spec, EmbeddingMetric):  # load the encoder now, once for the actor's life
-            self.spec.context(checked_options(self.spec, options))
+        if isinstance(spec, EmbeddingMetric):  # the encoder (tokenizer first, weights on first use), cached
+            spec.context(checked_options(spec, options))  # for the process's life
 
     def call(self, table: pa.Table) -> Any:
         predictions, references, extra = self.columns.read(table)
@@ -183,72 +186,68 @@ _WORKERS: dict[bytes, _StatisticsWorker] = {}
 
 
 def _first_pass(table: pa.Table, key: bytes) -> pa.Table:
-    """The statistics pass runs as Ray tasks: a worker process keeps its metric (and encoder) for the next
-    batch and the next call with the same arguments."""
+    """The statistics pass as Ray tasks (statistics that need no encoder): a worker process keeps the metric
+    and its tokenizer for its next block of the same call (and forgets an earlier call's)."""
     worker = _WORKERS.get(key)
     if worker is None:
+        _WORKERS.clear()
         worker = _WORKERS[key] = _StatisticsWorker(*pickle.loads(key))
     return worker(table)
 
 
+class _Statistics(_FirstPass):
+    """The first pass of one block: records its sums, and the consecutive runs a metric asks for (batch
+    centring); the metric goes on to its signature without scoring."""
+
+    multiple = 1
+    signature_only = True
+
+    def part(self, n: int, *, multiple: int = 1) -> range:
+        self.multiple = max(self.multiple, multiple)
+        return range(n)
+
+    def statistics_done(self) -> None:
+        pass
+
+
 class _StatisticsWorker(_Worker):
-    signature: Signature | None = None
+    """One block's partial statistics, signature, rows and references per row, as a one-row table."""
 
     def __call__(self, table: pa.Table) -> pa.Table:
         first = _Statistics()
         with use_scope(first), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # warnings come from the scoring pass
             first.begin()
-            try:
-                self.call(table)
-            except _Collected:
-                pass
-        if self.signature is None:  # the signature depends on the options and the data's shape, not the totals
-            self.signature = self.scored(table.slice(0, 1), first.totals).signature
+            signature = self.call(table).signature
         counts = [len(r) for r in self.columns.read(table)[1]]
         index = self.columns.index
         positions = table.column(index).to_pylist() if index is not None else []
-        partial = {"signature": self.signature, "totals": first.totals, "asked": first.asked,
+        partial = {"signature": signature, "totals": first.totals, "asked": first.asked,
                    "multiple": first.multiple, "n": table.num_rows,
                    "nrefs": (min(counts, default=0), max(counts, default=0)),
-                   "index": (min(positions), max(positions), math.fsum(positions)) if positions else None}
+                   "index": (min(positions), max(positions), sum(positions)) if positions else None}
         return pa.table({"partial": [pickle.dumps(partial)]})
 
 
-class _Merge(AggregateFnV2):
-    """Ray's reduction of the first pass's partial statistics (any order: sums of ints, Counters, float64
-    tensors and exact sums)."""
-
-    def __init__(self) -> None:
-        super().__init__("statistics", zero_factory=lambda: b"", on="partial", ignore_nulls=True)
-
-    def aggregate_block(self, block: Any) -> bytes:
-        acc = b""
-        for blob in block.column("partial").to_pylist():
-            acc = self.combine(acc, blob)
-        return acc
-
-    def combine(self, current: bytes, new: bytes) -> bytes:
-        if not current:
-            return new
-        if not new:
-            return current
-        a, b = pickle.loads(current), pickle.loads(new)
-        index = a["index"] if b["index"] is None else b["index"] if a["index"] is None else (
-            min(a["index"][0], b["index"][0]), max(a["index"][1], b["index"][1]), a["index"][2] + b["index"][2])
-        totals = add_totals(a["totals"], b["totals"]) if a["totals"] and b["totals"] else a["totals"] or b["totals"]
-        return pickle.dumps({
-            "signature": a["signature"], "totals": totals, "asked": a["asked"] or b["asked"],
+def _merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
+    """Two blocks' partial statistics added up (any order: sums of ints, Counters, float64 tensors and exact
+    sums)."""
+    if a is None:
+        return b
+    index = a["index"] if b["index"] is None else b["index"] if a["index"] is None else (
+        min(a["index"][0], b["index"][0]), max(a["index"][1], b["index"][1]), a["index"][2] + b["index"][2])
+    totals = add_totals(a["totals"], b["totals"]) if a["totals"] and b["totals"] else a["totals"] or b["totals"]
+    return {"signature": a["signature"], "totals": totals, "asked": a["asked"] or b["asked"],
             "multiple": max(a["multiple"], b["multiple"]), "n": a["n"] + b["n"],
-            "nrefs": (min(a["nrefs"][0], b["nrefs"][0]), max(a["nrefs"][1], b["nrefs"][1])), "index": index})
+            "nrefs": (min(a["nrefs"][0], b["nrefs"][0]), max(a["nrefs"][1], b["nrefs"][1])), "index": index}
 
 
 class _ScoringActor(_Worker):
     """The scoring pass: each batch (or each run of consecutive rows) scored with the reduced statistics."""
 
-    def __init__(self, slug: str, options: dict[str, Any], columns: _Columns, threads: int | None,
+    def __init__(self, spec: MetricSpec, options: dict[str, Any], columns: _Columns, threads: int | None,
                  totals: list[Any], size: int, column: str, multiple: int) -> None:
-        super().__init__(slug, options, columns, threads)
+        super().__init__(spec, options, columns, threads)
         self.totals, self.size, self.column, self.multiple = totals, size, column, multiple
 
     def __call__(self, table: pa.Table) -> pa.Table:
@@ -272,30 +271,16 @@ class _ScoringActor(_Worker):
 
 
 def _mean(ds: Any, column: str) -> float:
-    out = ds.aggregate(_ExactMean(column))
-    return float(out[f"mean({column})"])
-
-
-class _ExactMean(AggregateFnV2):
-    """The mean of a float column with its sum kept exact (the same bits in any block order)."""
-
-    def __init__(self, column: str) -> None:
-        super().__init__(f"mean({column})", zero_factory=lambda: (0, 0), on=column, ignore_nulls=False)
-        self.column = column
-
-    def aggregate_block(self, block: Any) -> tuple[int, int]:
-        from ..core.scope import ExactSum
-
-        values = block.column(self.column).to_pylist()
-        return ExactSum.of(values).units, len(values)
-
-    def combine(self, current: tuple[int, int], new: tuple[int, int]) -> tuple[int, int]:
-        return current[0] + new[0], current[1] + new[1]
-
-    def finalize(self, accumulator: tuple[int, int]) -> float:  # type: ignore[override]
-        from ..core.scope import ExactSum
-
-        return float(ExactSum(accumulator[0])) / accumulator[1] if accumulator[1] else math.nan
+    """The mean of a float column: each block's exact sum (a task per block, in a module that imports no model
+    code), added on the driver; the same bits in any block order."""
+    total, n = ExactSum(), 0
+    sums = ds.select_columns([column]).map_batches(column_sum, batch_size=None, batch_format="pyarrow",
+                                                   fn_args=(column,))
+    for batch in sums.iter_batches(batch_size=None, batch_format="pyarrow"):
+        for units, special, count in zip(*(batch.column(c).to_pylist() for c in ("units", "special", "n")),
+                                         strict=True):
+            total, n = total + ExactSum(int(units), special), n + count
+    return float(total) / n if n else math.nan
 
 
 # ------------------------------------------------------------------------------------------ score
@@ -316,7 +301,9 @@ def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
         index: A column with each row's position in the input (0, 1, ...); needed only by batch centring
             (TWMD's default), whose runs of consecutive rows Ray's unordered blocks do not keep.
         block_size: Rows per actor call (memory grows with it, no score depends on it).
-        concurrency: Actors per pass (Ray's ``map_batches`` argument; None: Ray's autoscaling pool).
+        concurrency: Actors (and statistics tasks at once) per pass: Ray's ``map_batches`` argument, an int or
+            (min, max); None: Ray's autoscaling pool. Leave CPUs for the tasks that read the data set: a pool
+            that holds every CPU of the cluster waits for reads that can never be scheduled.
         num_cpus, num_gpus: Per actor; torch runs ``num_cpus`` threads in each.
         **options: The metric's options (``idf=True``, ``centering="corpus"``, ...). The metric's extra
             inputs (ΔBLEU's ``reference_weights``) name columns, shaped as `reference`.
@@ -347,28 +334,41 @@ def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
     if spec.slug in names:
         raise ValueError(f"movers.integrations.ray.score: the data set already has a column {spec.slug!r}, the "
                          f"name of the score column; rename it first.")
+    multiple = o.centering_batch if getattr(o, "centering", None) == "batch" else 1
+    if multiple > 1 and index is None:
+        raise ValueError(f"{spec.slug}: centering='batch' averages runs of {multiple} consecutive rows of the "
+                         f"input, and a Ray dataset keeps no row order (its blocks run and return in any order); "
+                         f"pass index=<a column with each row's position 0, 1, ...>, or use centering='corpus' "
+                         f"or a fitted table.")
     threads = max(1, int(num_cpus)) if num_cpus else None
     # Ray Data restarts a pool's actor whose process dies and retries the batches it held (max_restarts and
-    # max_task_retries default to -1 for actor pools); a batch that raises fails the run with its error
+    # max_task_retries default to -1 for actor pools), and retries a task whose worker dies (max_retries -1);
+    # a batch that raises fails the run with its error
     pool = ray.data.ActorPoolStrategy(size=concurrency) if isinstance(concurrency, int) else \
         ray.data.ActorPoolStrategy(min_size=concurrency[0], max_size=concurrency[1]) if concurrency else \
         ray.data.ActorPoolStrategy()
     actor = {"batch_format": "pyarrow", "compute": pool, "num_cpus": num_cpus, "num_gpus": num_gpus}
-    common = (spec.slug, dict(options), columns, threads)
+    common = (spec, dict(options), columns, threads)
 
-    first = ds.map_batches(_first_pass, batch_size=block_size, fn_args=(pickle.dumps(common),),
-                           batch_format="pyarrow", num_cpus=num_cpus, num_gpus=num_gpus)
-    merged = pickle.loads(first.aggregate(_Merge())["statistics"])
-    size, multiple = merged["n"], merged["multiple"]
+    # the statistics pass, a partial per block; only corpus centring embeds texts there (an actor pool then,
+    # holding the encoder for the pass); the others read texts with a tokenizer, in plain tasks on CPUs
+    if getattr(o, "centering", None) == "corpus":
+        first = ds.map_batches(_StatisticsWorker, batch_size=None, fn_constructor_args=common, **actor)
+    else:
+        tasks = concurrency if isinstance(concurrency, int) else concurrency[1] if concurrency else None
+        first = ds.map_batches(_first_pass, batch_size=None, fn_args=(pickle.dumps(common),),
+                               batch_format="pyarrow", concurrency=tasks)
+    merged: dict[str, Any] | None = None
+    for batch in first.iter_batches(batch_size=None, batch_format="pyarrow"):
+        for blob in batch.column("partial").to_pylist():
+            merged = _merge(merged, pickle.loads(blob))
+    if merged is None:
+        raise ValueError("movers.integrations.ray.score: the data set is empty; expected at least one row.")
+    size, multiple = merged["n"], max(multiple, merged["multiple"])
     totals = merged["totals"] if merged["asked"] else []
     if multiple > 1:
-        if index is None:
-            raise ValueError(f"{spec.slug}: centering='batch' averages runs of {multiple} consecutive rows of the "
-                             f"input, and a Ray dataset keeps no row order (its blocks run and return in any order); "
-                             f"pass index=<a column with each row's position 0, 1, ...>, or use centering='corpus' "
-                             f"or a fitted table.")
         low, high, total = merged["index"]
-        if (low, high, total) != (0, size - 1, size * (size - 1) / 2):
+        if (low, high, total) != (0, size - 1, size * (size - 1) // 2):
             raise ValueError(f"{spec.slug}: `index` column {index!r} must number the {size} rows 0..{size - 1} once "
                              f"each; it holds values from {low} to {high}.")
     scoring = (*common, totals, size, spec.slug, multiple)
