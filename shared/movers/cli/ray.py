@@ -29,7 +29,8 @@ def _reader(path: Path) -> str:
 
 def run_ray(args: argparse.Namespace, slugs: list[str], options: dict[str, dict[str, Any]]) -> int:
     """Score the data set on Ray with each metric; print the corpus results; with --output write per metric
-    ``<slug>.parquet`` (a folder of Parquet files: the input columns and the score) and ``<slug>.json``."""
+    ``<slug>.parquet`` (a folder of Parquet files: the input columns and the score) and ``<slug>.json`` (the
+    corpus score, the signature and the metric's corpus-level outputs, e.g. ΔBLEU's counts)."""
     from .score import _render
 
     if args.per_segment or args.confidence or args.paired_bs or args.paired_ar:
@@ -70,8 +71,8 @@ def run_ray(args: argparse.Namespace, slugs: list[str], options: dict[str, dict[
                 out = Path(args.output)
                 out.mkdir(parents=True, exist_ok=True)
                 result.write_parquet(str(out / f"{slug}.parquet"))
-                (out / f"{slug}.json").write_text(json.dumps({"score": result.score, "signature": str(
-                    result.signature)}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+                (out / f"{slug}.json").write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n",
+                                                  encoding="utf-8")
             results[slug] = result
         sys.stdout.write(_render(args, results, {}))
     finally:
@@ -89,6 +90,11 @@ def read_shard(path: str, what: str, rank: int, world: int, multiple: int = 1) -
         raise UsageError(f"{what} file {path!r} does not exist (--shard reads files, not standard input).")
     with p.open(encoding="utf-8", newline=None) as f:
         n = sum(1 for _ in f)
+    empty = [r for r in range(world) if len(range(*shard_bounds(n, world, r, multiple))) == 0]
+    if empty:  # every rank sees the same counts and stops here alike, before any collective
+        runs = f" in runs of {multiple} (batch centring)" if multiple > 1 else ""
+        raise UsageError(f"--shard: {what} file {path!r} has {n} lines{runs}, too few for {world} ranks: rank "
+                         f"{empty[0]} would have none; score it without --shard, or on fewer ranks.")
     start, stop = shard_bounds(n, world, rank, multiple)
     lines = []
     with p.open(encoding="utf-8", newline=None) as f:
