@@ -7,9 +7,9 @@ The corpus is the first WMT15/16 pairs (development set), cycled to ``--pairs``,
 separate process first, so the Ray driver reads nothing itself. Each measurement runs in a fresh subprocess:
 
 * ``process``: one ``movers.<metric>`` call with torch's 2 threads, timed after the encoder is loaded;
-* ``ray``: a local cluster of 2 CPUs, :func:`movers.integrations.ray.score` with 2 actors of 1 CPU (1 torch
-  thread), both passes and the Parquet write of the scored rows, timed from the call to the written files
-  (actors start and load their encoder inside that time). Peak memory: the driver's ``ru_maxrss``, and each
+* ``ray``: a local cluster on the 2 cores, :func:`movers.integrations.ray.score` with 2 actors of 1 CPU (1 torch
+  thread; a third logical CPU runs the Parquet reads and writes), both passes and the Parquet write of the
+  scored rows, timed from the call to the written files (actors start and load their encoder inside that time). Peak memory: the driver's ``ru_maxrss``, and each
   worker process's ``VmHWM`` (peak resident set) sampled from /proc every 0.2 s while it lives.
 
 The metric runs with its bench options (the call-level statistics on: per-call IDF for MoverScore).
@@ -94,7 +94,9 @@ def _child(mode: str, metric: str, folder: str, out: str) -> int:
 
         from ..integrations.ray import score
 
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        # 3 logical CPUs on the 2 cores: the 2 scoring actors hold one each, the third runs the Parquet reads and
+        # writes (with both CPUs held by actors, the reads that feed them could never be scheduled)
+        ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False, configure_logging=False)
         ray.data.DataContext.get_current().enable_progress_bars = False
         peaks: dict[int, float] = {}
         stop = threading.Event()
@@ -121,11 +123,14 @@ def _measure(mode: str, metric: str, folder: str) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     env = dict(os.environ, OMP_NUM_THREADS="2" if mode == "process" else "1")
+    before = os.getloadavg()[0]
     run = subprocess.run([sys.executable, "-m", "movers.bench.ray", "--child", mode, metric, folder, out], env=env,
                          capture_output=True, text=True)
     if run.returncode:
         raise RuntimeError(f"bench ray {mode} failed: {run.stderr[-2000:]}")
-    return json.loads(Path(out).read_text())
+    result = json.loads(Path(out).read_text())
+    result["load_average"] = [before, os.getloadavg()[0]]  # the machine's 1-minute load before and after
+    return result
 
 
 def main(argv: list[str]) -> int:
