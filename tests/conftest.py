@@ -94,3 +94,37 @@ def venv_with_our_dependencies(folder: Path) -> Path:
                              check=True, capture_output=True, text=True).stdout.strip()
     Path(purelib, "dependencies-of-the-test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python
+
+
+def split_pairs() -> tuple[list[str], list[list[str]], list[list[float]]]:
+    """The inputs of the tests that split one call over Ray blocks or torch.distributed ranks: 20 real
+    DailyDialog segments of tests/reference/, segment i with its 1 + i % 2 best-rated references (ragged, so
+    that ``nrefs`` is ``var``; ΔBLEU needs a positive weight in each segment) and their human weights."""
+    records = reference_records("dbleu_dailydialog_segments")[:20]
+    rated = [sorted(zip(r["ref_weights"], r["references"], strict=True), key=lambda x: -x[0])[:1 + i % 2]
+             for i, r in enumerate(records)]
+    return ([r["hypothesis"] for r in records], [[ref for _, ref in row] for row in rated],
+            [[w for w, _ in row] for row in rated])
+
+
+@pytest.fixture(scope="session")
+def one_call():
+    """``one_call(slug, **options)``: ``movers.<slug>`` on all of :func:`split_pairs` in one process (the expected
+    values of the split runs), computed once per session; ``reference_weights="weights"`` passes their weights."""
+    import warnings
+
+    import movers
+
+    preds, refs, weights = split_pairs()
+    done: dict[tuple, object] = {}
+
+    def call(slug: str, **options):
+        key = (slug, tuple(sorted(options.items())))
+        if key not in done:
+            kwargs = {k: weights if v == "weights" else v for k, v in options.items()}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a segment without content words (SMS): tested elsewhere
+                done[key] = getattr(movers, slug)(preds, refs, **kwargs)
+        return done[key]
+
+    return call

@@ -1,7 +1,8 @@
 """Worker for tests/test_sharded.py, run under torchrun (2 gloo ranks): each rank scores only its own shard of
 the real texts of tests/reference/ inside movers.distributed_scoring(sharded=True) and writes its results as
-JSON (`<out>.rank<r>`). Modes: "score" (every metric; unequal shards), "fail" (rank 1 passes a bad input),
-"hang" (rank 1 never reaches the call; a short timeout)."""
+JSON (`<out>.rank<r>`). One run, in order: every metric on unequal shards; a batch-centring run split between
+the ranks (refused on both); rank 1 passing a bad input (every rank fails with its reason); rank 1 never
+reaching a call (rank 0 names it when a short timeout runs out)."""
 from __future__ import annotations
 
 import json
@@ -10,28 +11,30 @@ import sys
 import time
 import warnings
 
-CONFIGS = [
+CONFIGS = [  # every metric, every call-level statistic; the same as tests/test_ray.py's
     ("moverscore", {"idf": True}),
-    ("twmd", {"centering": "batch", "centering_batch": 4}),
-    ("twmd", {"centering": "corpus"}),
+    ("twmd", {"centering_batch": 8}),  # TWMD's default batch centring: rank 0 holds one whole run of 8
+    ("twmd", {"centering": "corpus", "variant": "trwmd"}),
     ("lazy_emd", {"idf": True}),
     ("sms", {}),
-    ("delta_bleu", {}),
+    ("s_wms", {}),
+    ("delta_bleu", {"reference_weights": "weights"}),  # the rated references' weights
 ]
-N = 21          # segments of the union
-SPLIT = 8       # rank 0 holds 8 (two whole centring batches of 4), rank 1 the other 13
+N = 20          # segments of the union (tests/conftest.py's split_pairs)
+SPLIT = 8       # rank 0 holds 8, rank 1 the other 12
 
 
 def pairs() -> tuple[list[str], list[list[str]], list[list[float]]]:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from tests.conftest import reference_records
+    from tests.conftest import split_pairs
 
-    records = reference_records("dbleu_dailydialog_segments")[:N]
-    return ([r["hypothesis"] for r in records], [list(r["references"]) for r in records],
-            [list(r["ref_weights"]) for r in records])
+    return split_pairs()
 
 
-def main(mode: str, out: str) -> None:
+HANG_TIMEOUT = 2  # seconds rank 0 waits for rank 1 in the last call
+
+
+def main(out: str) -> None:
     import torch.distributed as dist
     import torch.distributed.fsdp  # noqa: F401  before the group (docs/distributed.md says why)
 
@@ -43,33 +46,39 @@ def main(mode: str, out: str) -> None:
     preds, refs, weights = pairs()
     mine = slice(0, SPLIT) if rank == 0 else slice(SPLIT, N)
     results: dict[str, object] = {}
-    if mode == "score":
-        for slug, options in [*CONFIGS, ("delta_bleu", {"reference_weights": weights[mine]})]:
-            with movers.distributed_scoring(sharded=True):
-                res = getattr(movers, slug)(preds[mine], refs[mine], **options)
-            key = slug + "".join(f"|{k}" for k in options)
-            results[key] = {"score": res.score, "scores": list(res.scores), "signature": str(res.signature)}
-        try:  # batch centring on shards that split a run: refused on every rank alike
-            with movers.distributed_scoring(sharded=True):
-                movers.twmd(preds[mine], refs[mine], centering="batch", centering_batch=5)
-        except ValueError as err:
-            results["split_run"] = str(err)
+    for slug, options in CONFIGS:
+        kwargs = {k: weights[mine] if v == "weights" else v for k, v in options.items()}
+        with movers.distributed_scoring(sharded=True):
+            res = getattr(movers, slug)(preds[mine], refs[mine], **kwargs)
+        key = slug + "".join(f"|{k}" for k in options)
+        results[key] = {"score": res.score, "scores": list(res.scores), "signature": str(res.signature)}
+    try:  # batch centring on shards that split a run: refused on every rank alike
+        with movers.distributed_scoring(sharded=True):
+            movers.twmd(preds[mine], refs[mine], centering="batch", centering_batch=5)
+    except ValueError as err:
+        results["split_run"] = str(err)
+    bad = list(preds[mine])
+    if rank == 1:
+        bad[2] = 7  # not a string: this rank's input check fails
+    results["fail"] = _error(lambda: movers.moverscore(bad, refs[mine], idf=True), movers, timeout=None)
+    if rank == 0:
+        results["hang"] = _error(lambda: movers.moverscore(preds[mine], refs[mine], idf=True), movers,
+                                 timeout=HANG_TIMEOUT)
     else:
-        bad = list(preds[mine])
-        if rank == 1 and mode == "fail":
-            bad[2] = 7  # not a string: this rank's input check fails
-        if rank == 1 and mode == "hang":
-            time.sleep(20)
-        try:
-            with movers.distributed_scoring(sharded=True, timeout=3 if mode == "hang" else None):
-                movers.moverscore(bad, refs[mine], idf=True)
-            results["error"] = None
-        except Exception as err:  # noqa: BLE001  the test reads what each rank raised
-            results["error"] = f"{type(err).__name__}: {err}"
+        time.sleep(HANG_TIMEOUT + 2)  # never reaches the call; leaves the group after rank 0 gave up
     with open(f"{out}.rank{rank}", "w", encoding="utf-8") as f:
         json.dump(results, f)
     dist.destroy_process_group()
 
 
+def _error(call, movers, timeout: float | None) -> str | None:
+    try:
+        with movers.distributed_scoring(sharded=True, timeout=timeout):
+            call()
+    except Exception as err:  # noqa: BLE001  the test reads what each rank raised
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1])

@@ -1,10 +1,12 @@
 """movers.integrations.ray on a local Ray cluster started here (one for the session, 2 CPUs): every metric's
 corpus score, signature and per-row scores equal one movers call on the whole data set (to REGROUPING_ATOL;
 ΔBLEU the same bits), on blocks of unequal sizes that come in shuffled order; a scoring actor killed mid-run
-is restarted by Ray and nothing is lost or counted twice; the command line scores a file on that cluster.
+is restarted by Ray and nothing is lost or counted twice; the command line scores a folder of JSONL files on
+that cluster (ΔBLEU with rated references: its check on Ray).
 
-Inputs: real texts of tests/reference/ (ΔBLEU's DailyDialog segments, with their rated references). Expected
-values: one-process calls (each metric's parity with its original is tested elsewhere)."""
+Inputs: real texts of tests/reference/ (tests/conftest.py's split_pairs: DailyDialog segments with ragged rated
+references). Expected values: one-process calls (each metric's parity with its original is tested elsewhere).
+Each Ray call starts one scoring actor (`concurrency=1`); actor start-ups are what these tests cost."""
 from __future__ import annotations
 
 import json
@@ -18,20 +20,21 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, reference_records, regrouped
+from .conftest import REPO, regrouped, split_pairs
 
 SKIP = "Ray Data is the optional extra movers[ray] (pip install 'movers[ray]')"
 ray = pytest.importorskip("ray", reason=SKIP)
 ray_data = pytest.importorskip("ray.data", reason=SKIP)
 
-N = 24
-BLOCKS = [(15, 24), (0, 4), (4, 15)]  # unequal blocks, not in input order
-CONFIGS = [  # MoverScore (per-call IDF) runs in the fault test
-    ("twmd", {"centering_batch": 8}),  # the default batch centring, runs of 8 rows by the index column
-    ("twmd", {"centering": "corpus", "variant": "trwmd"}),
-    ("lazy_emd", {"idf": True}),
+N = 20
+BLOCKS = [(13, 20), (0, 3), (3, 13)]  # unequal blocks, not in input order
+CONFIGS = [  # every metric and every call-level statistic: MoverScore (per-call IDF) in the fault test, ΔBLEU
+    ("twmd", {"centering_batch": 8}),  # (rated references) in the command-line test; TWMD's default batch
+    ("twmd", {"centering": "corpus", "variant": "trwmd"}),  # centring by the index column (runs of 8, 8 and
+    # 4 rows); corpus centring
+    ("lazy_emd", {"idf": True}),  # (the first pass embeds: a pool of actors)
+    ("sms", {}),
     ("s_wms", {}),
-    ("delta_bleu", {"reference_weights": "weights"}),
 ]
 
 
@@ -45,40 +48,33 @@ def cluster():
     ray.shutdown()
 
 
-def _texts():
-    records = reference_records("dbleu_dailydialog_segments")[:N]
-    return ([r["hypothesis"] for r in records], [list(r["references"]) for r in records],
-            [list(r["ref_weights"]) for r in records])
-
-
 def _dataset():
     import pandas as pd
 
-    preds, refs, weights = _texts()
+    preds, refs, weights = split_pairs()
     frame = pd.DataFrame({"prediction": preds, "reference": refs, "weights": weights, "position": range(N)})
     return ray_data.from_pandas([frame.iloc[a:b] for a, b in BLOCKS])
 
 
+def _in_order(rows: list[dict]) -> list[dict]:
+    preds, refs, _ = split_pairs()
+    rows = sorted(rows, key=lambda row: row["position"])
+    assert [row["position"] for row in rows] == list(range(N))  # every row once: nothing lost, nothing twice
+    assert [row["prediction"] for row in rows] == preds and [list(row["reference"]) for row in rows] == refs
+    return rows
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("metric,options", CONFIGS, ids=[f"{m}-{'-'.join(o) or 'default'}" for m, o in CONFIGS])
-def test_ray_equals_one_call(cluster, metric, options):
-    import movers
+def test_ray_equals_one_call(cluster, one_call, metric, options):
     from movers.integrations.ray import score
 
-    preds, refs, weights = _texts()
     got = score(_dataset(), metric, index="position", block_size=5, concurrency=1, **options).materialize()
-    call = {k: (weights if v == "weights" else v) for k, v in options.items()}
-    want = getattr(movers, metric)(preds, refs, **call)
-    rows = sorted(got.rows.take_all(), key=lambda row: row["position"])
-    assert [row["position"] for row in rows] == list(range(N))  # every row once
-    assert [row["prediction"] for row in rows] == preds and [list(row["reference"]) for row in rows] == refs
-    assert got.signature == want.signature
-    if metric == "delta_bleu":  # exact sums: the same bits
-        assert got.score == want.score and [row[metric] for row in rows] == want.scores
-        assert got.extra["counts"] == want.extra["counts"] and got.extra["precisions"] == want.extra["precisions"]
-    else:
-        assert got.score == regrouped(want.score)
-        assert [row[metric] for row in rows] == regrouped(want.scores)
+    want = one_call(metric, **options)
+    rows = _in_order(got.rows.take_all())
+    assert got.signature == want.signature and "nrefs:var" in str(got.signature)
+    assert got.score == regrouped(want.score)
+    assert [row[metric] for row in rows] == regrouped(want.scores)
 
 
 def _kill_when_busy(marker: str, killed: list[int], stop: threading.Event) -> None:
@@ -100,11 +96,9 @@ def _kill_when_busy(marker: str, killed: list[int], stop: threading.Event) -> No
 
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the actor's process in /proc")
-def test_a_killed_scoring_actor_is_restarted_and_nothing_is_lost_or_counted_twice(cluster):
-    import movers
+def test_a_killed_scoring_actor_is_restarted_and_nothing_is_lost_or_counted_twice(cluster, one_call):
     from movers.integrations.ray import score
 
-    preds, refs, _ = _texts()
     out = score(_dataset(), "moverscore", index="position", block_size=3, concurrency=1, idf=True)
     killed: list[int] = []
     stop = threading.Event()
@@ -112,14 +106,12 @@ def test_a_killed_scoring_actor_is_restarted_and_nothing_is_lost_or_counted_twic
     watcher.start()
     try:
         out = out.materialize()
-        rows = out.rows.take_all()
+        rows = _in_order(out.rows.take_all())
     finally:
         stop.set()
         watcher.join()
     assert killed, "no scoring actor was seen running a batch"
-    want = movers.moverscore(preds, refs, idf=True)
-    rows.sort(key=lambda row: row["position"])
-    assert [row["position"] for row in rows] == list(range(N))  # nothing lost, nothing twice
+    want = one_call("moverscore", idf=True)
     assert [row["moverscore"] for row in rows] == regrouped(want.scores)
     assert out.signature == want.signature and out.score == regrouped(want.score)
 
@@ -136,24 +128,23 @@ def test_refusals_name_the_reason(cluster):
         score(ds, "delta_bleu", prediction="hyp")
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'idff'"):
         score(ds, "moverscore", idff=True)
-
-
-@pytest.mark.slow
-def test_batch_centring_needs_the_index_column(cluster):
-    from movers.integrations.ray import score
-
     with pytest.raises(ValueError, match=r"centering='batch' averages runs of 32 consecutive rows .* pass index="):
-        score(_dataset(), "twmd")
+        score(ds, "twmd")
+    shifted = ds.map_batches(lambda frame: frame.assign(position=frame["position"] + 1), batch_format="pandas")
+    with pytest.raises(ValueError, match=r"`index` column 'position' must number the 20 rows 0..19 once each; "
+                                         r"it holds values from 1 to 20"):
+        score(shifted, "twmd", index="position")
 
 
 @pytest.mark.slow
-def test_command_scores_a_jsonl_file_on_the_cluster(cluster, tmp_path):
-    import movers
-
-    preds, refs, weights = _texts()
-    data = tmp_path / "pairs.jsonl"
-    data.write_text("".join(json.dumps({"hyp": p, "refs": r, "w": w, "i": i}) + "\n"
-                            for i, (p, r, w) in enumerate(zip(preds, refs, weights, strict=False))), encoding="utf-8")
+def test_command_scores_a_folder_of_jsonl_files_on_the_cluster(cluster, one_call, tmp_path):
+    preds, refs, weights = split_pairs()
+    data = tmp_path / "pairs"
+    data.mkdir()
+    for name, (a, b) in zip("abc", BLOCKS, strict=True):  # read in name order: unequal files, shuffled rows
+        data.joinpath(f"{name}.jsonl").write_text("".join(
+            json.dumps({"hyp": preds[i], "refs": refs[i], "w": weights[i], "i": i}) + "\n" for i in range(a, b)),
+            encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, "-m", "movers", "score", "--ray", str(data), "-m", "delta_bleu", "--prediction-column",
            "hyp", "--reference-column", "refs", "--weights-column", "w", "--index-column", "i",
@@ -161,12 +152,15 @@ def test_command_scores_a_jsonl_file_on_the_cluster(cluster, tmp_path):
     run = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     printed = json.loads(run.stdout)["delta_bleu"]
-    want = movers.delta_bleu(preds, refs, reference_weights=weights)
-    assert printed["score"] == want.score and printed["signature"] == str(want.signature)
+    want = one_call("delta_bleu", reference_weights="weights")
+    assert printed == {"score": want.score, "signature": str(want.signature)}  # exact sums: the same bits
     written = json.loads((tmp_path / "scored" / "delta_bleu.json").read_text())
-    assert written == printed
+    assert {k: written[k] for k in ("score", "signature", "counts", "totals", "precisions", "bp")} == {
+        "score": want.score, "signature": str(want.signature), **{k: want.extra[k] for k in
+                                                                  ("counts", "totals", "precisions", "bp")}}
     import pyarrow.parquet as pq
 
     table = pq.read_table(tmp_path / "scored" / "delta_bleu.parquet").sort_by("i")
     assert table.column_names == ["hyp", "refs", "w", "i", "delta_bleu"]
+    assert table.column("i").to_pylist() == list(range(N))
     assert table.column("delta_bleu").to_pylist() == want.scores

@@ -1,20 +1,25 @@
 """Sharded torch.distributed (`movers.distributed_scoring(sharded=True)`): two gloo ranks under torchrun, each
 passing only its own unequal shard of real texts (tests/reference/), return the corpus score and signature of
 one call on the union (rank order) and the scores of their own segments; a failing rank fails the call on
-every rank with its reason; a rank that never arrives is named when the timeout runs out.
+every rank with its reason; a rank that never arrives is named when the timeout runs out; `movers score
+--shard` under torchrun reads only each rank's lines and prints the union's result. One torchrun run serves
+the library's cases (tests/sharded_worker.py), one the command line's.
 
-Expected values: one-process calls on the union (each metric's parity with its original is tested elsewhere)."""
+Expected values: one-process calls on the union (each metric's parity with its original is tested elsewhere),
+and ``math.fsum`` for the exact sums that make ΔBLEU the same bits however a call is split."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import socket
 import subprocess
 import sys
 
 import pytest
 
-from .conftest import REPO, regrouped
+from .conftest import REPO, regrouped, split_pairs
 
 WORKER = REPO / "tests" / "sharded_worker.py"
 
@@ -26,24 +31,27 @@ def _torchrun(*args: str, cwd, timeout: int = 300) -> subprocess.CompletedProces
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "shared"), str(REPO), env.get("PYTHONPATH", "")])
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(port), str(WORKER), *args]
+           "--master_port", str(port), *args]
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.slow
-def test_two_ranks_with_their_own_unequal_shards_equal_one_call(tmp_path):
-    sys.path.insert(0, str(REPO / "tests"))
-    from sharded_worker import CONFIGS, SPLIT, pairs
-
-    import movers
-
-    run = _torchrun("score", str(tmp_path / "out.json"), cwd=tmp_path)
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    """What each of the two ranks of one torchrun run of tests/sharded_worker.py returned or raised."""
+    tmp = tmp_path_factory.mktemp("sharded")
+    run = _torchrun(str(WORKER), str(tmp / "out.json"), cwd=tmp)
     assert run.returncode == 0, run.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"out.json.rank{r}").read_text()) for r in (0, 1)]
-    preds, refs, weights = pairs()
-    for slug, options in [*CONFIGS, ("delta_bleu", {"reference_weights": weights})]:
+    return [json.loads((tmp / f"out.json.rank{r}").read_text()) for r in (0, 1)]
+
+
+@pytest.mark.slow
+def test_two_ranks_with_their_own_unequal_shards_equal_one_call(ranks, one_call):
+    sys.path.insert(0, str(REPO / "tests"))
+    from sharded_worker import CONFIGS, SPLIT
+
+    for slug, options in CONFIGS:
         key = slug + "".join(f"|{k}" for k in options)
-        want = getattr(movers, slug)(preds, refs, **options)
+        want = one_call(slug, **options)
         for rank, got in enumerate(ranks):
             have = got[key]
             assert have["signature"] == str(want.signature), key
@@ -60,18 +68,58 @@ def test_two_ranks_with_their_own_unequal_shards_equal_one_call(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_failing_rank_fails_the_call_on_every_rank_with_its_reason(tmp_path):
-    run = _torchrun("fail", str(tmp_path / "out.json"), cwd=tmp_path)
-    assert run.returncode == 0, run.stderr[-3000:]
-    errors = [json.loads((tmp_path / f"out.json.rank{r}").read_text())["error"] for r in (0, 1)]
+def test_a_failing_rank_fails_the_call_on_every_rank_with_its_reason(ranks):
+    errors = [got["fail"] for got in ranks]
     assert errors[1].startswith("TypeError: moverscore: `predictions[2]`"), errors[1]  # its own error
     assert errors[0].startswith("RankFailed: rank 1 failed: TypeError: moverscore: `predictions[2]`"), errors[0]
 
 
 @pytest.mark.slow
-def test_a_rank_that_never_arrives_is_named_when_the_timeout_runs_out(tmp_path):
-    run = _torchrun("hang", str(tmp_path / "out.json"), cwd=tmp_path, timeout=120)
-    error = json.loads((tmp_path / "out.json.rank0").read_text())["error"]
+def test_a_rank_that_never_arrives_is_named_when_the_timeout_runs_out(ranks):
+    error = ranks[0]["hang"]
     assert error.startswith("RankFailed: distributed_scoring(sharded=True): rank 0 of 2 gave up waiting"), error
-    assert "Ranks 1 failed to pass monitoredBarrier in 3000 ms" in error, error  # gloo names the missing rank
-    assert run.returncode != 0 or (tmp_path / "out.json.rank1").exists()
+    assert "Ranks 1 failed to pass monitoredBarrier in 2000 ms" in error, error  # gloo names the missing rank
+
+
+@pytest.mark.slow
+def test_command_line_shard_reads_only_its_lines_and_prints_the_union(tmp_path, one_call):
+    import movers
+
+    preds, refs, _ = split_pairs()
+    first = [r[0] for r in refs]
+    (tmp_path / "hyps.txt").write_text("".join(p + "\n" for p in preds), encoding="utf-8")
+    (tmp_path / "refs.txt").write_text("".join(r + "\n" for r in first), encoding="utf-8")
+    run = _torchrun("-m", "movers", "score", "--shard", "-m", "twmd", "--opt", "centering_batch=3", "-r",
+                    "refs.txt", "-c", "hyps.txt", "-f", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    printed = json.loads(run.stdout)  # rank 0 alone prints
+    want = movers.twmd(preds, first, centering_batch=3)  # batches of 3 of the whole file
+    assert printed["twmd"]["score"] == regrouped(want.score)
+    assert printed["twmd"]["signature"] == str(want.signature)
+
+
+def test_command_line_shard_refuses_a_rank_without_lines(tmp_path):
+    from movers.cli.ray import read_shard
+    from movers.cli.score import UsageError
+
+    path = tmp_path / "hyps.txt"
+    path.write_text("a\nb\nc\n", encoding="utf-8")
+    assert [read_shard(str(path), "hypothesis", r, 2) for r in (0, 1)] == [["a"], ["b", "c"]]
+    assert [read_shard(str(path), "hypothesis", r, 2, multiple=2) for r in (0, 1)] == [["a", "b"], ["c"]]
+    with pytest.raises(UsageError, match=r"--shard: hypothesis file .* has 3 lines in runs of 4 \(batch centring\), "
+                                         r"too few for 2 ranks: rank 0 would have none"):
+        read_shard(str(path), "hypothesis", 1, 2, multiple=4)
+
+
+def test_exact_sums_of_any_parts_in_any_order_are_the_bits_of_fsum():
+    from movers.core.exact import ExactSum
+
+    rng = random.Random(7)
+    values = [rng.uniform(-1, 1) * 10 ** rng.randint(-30, 30) for _ in range(2000)] + [0.1] * 1000 + [5e-324]
+    rng.shuffle(values)
+    cuts = sorted(rng.sample(range(1, len(values)), 40))
+    parts = [ExactSum.of(values[a:b]) for a, b in zip([0, *cuts], [*cuts, len(values)], strict=True)]
+    rng.shuffle(parts)
+    assert float(sum(parts, ExactSum())) == math.fsum(values)
+    assert float(sum(values)) != math.fsum(values)  # plain float sums of these values depend on the order
+    assert math.isnan(float(ExactSum.of([1.0, math.inf]) + ExactSum.of([-math.inf])))
