@@ -144,18 +144,9 @@ def _names(value: str | Sequence[str], what: str) -> tuple[str, ...]:
 
 # ------------------------------------------------------------------------------------------ the passes
 
-class _Statistics(_FirstPass):
-    """The first pass of one block; also records the consecutive runs a metric asks for (batch centring)."""
-
-    multiple = 1
-
-    def part(self, n: int, *, multiple: int = 1) -> range:
-        self.multiple = max(self.multiple, multiple)
-        return range(n)
-
-
 class _Worker:
-    """What both passes' actors share: the metric, its options, the columns; the encoder loaded once."""
+    """What both passes' workers (tasks or actors) share: the metric, its options, the columns; the metric's
+    context (encoder, vectors) loaded once per process."""
 
     def __init__(self, spec: MetricSpec, options: dict[str, Any], columns: _Columns, threads: int | None) -> None:
         if threads:
@@ -177,7 +168,7 @@ class _Worker:
         second = _SecondPass(totals, size)
         with use_scope(second), warnings.catch_warnings():
             if table.num_rows == 1:
-                warnings.simplefilter("ignore")  # one row scored for the signature: no warning about it
+                warnings.simplefilter("ignore")  # one row scored for corpus outputs: no warning about it
             second.begin(0)
             return self.call(table)
 
