@@ -159,6 +159,11 @@ def small(tmp_path):
     (["-r", "r.txt", "-c", "h.txt", "--opt", "twmd.temperature=0.1"], "--opt twmd.temperature=0.1: 'twmd' is not among"),
     (["-r", "r.txt", "-c", "h.txt", "--opt", "preset=newest"], "moverscore: `preset` must be one of ['1.0.3', 'github', 'paper'], got 'newest'."),
     (["-r", "blank_ref.txt", "-c", "h.txt"], "(line 2 of blank_ref.txt)"),
+    (["-c", "h.txt"], "pass reference files (-r FILE, repeatable), or a data set with --ray DATA."),
+    (["--ray", "nothere.parquet"], "--ray 'nothere.parquet' does not exist."),
+    (["--ray", "h.txt", "--per-segment"], "--ray writes the per-row scores with --output DIR; --per-segment, "),
+    (["--ray", "h.txt"], "--ray 'h.txt': expected Parquet, JSONL or CSV files (.parquet, .jsonl/.json, .csv)"),
+    (["--shard", "-r", "r.txt", "-c", "h.txt", "r.txt"], "--shard keeps each rank's segment scores on that rank"),
 ])
 def test_bad_paths_options_and_files_give_one_line_errors(small, args, message, monkeypatch, capsys):
     """In process (the same main() as the console script; a subprocess per case would mostly time imports)."""

@@ -39,6 +39,7 @@ def run_ray(args: argparse.Namespace, slugs: list[str], options: dict[str, dict[
     path = Path(args.ray)
     if not path.exists():
         raise UsageError(f"--ray {args.ray!r} does not exist.")
+    reader = _reader(path)  # before a cluster is started or joined
     try:
         import ray
         import ray.data
@@ -55,7 +56,7 @@ def run_ray(args: argparse.Namespace, slugs: list[str], options: dict[str, dict[
     ray.data.DataContext.get_current().enable_progress_bars = bool(args.progress)
     results = {}
     try:
-        ds = getattr(ray.data, _reader(path))(str(path))
+        ds = getattr(ray.data, reader)(str(path))
         for slug in slugs:
             spec = registry.get(slug)
             call = dict(options.get(slug, {}))
