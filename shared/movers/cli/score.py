@@ -285,7 +285,7 @@ def _parser() -> argparse.ArgumentParser:
                            help="an existing Ray cluster (else $RAY_ADDRESS, else a local cluster)")
     ray_group.add_argument("--output", default=None, metavar="DIR",
                            help="write <slug>.parquet (every input column and the per-row score) and <slug>.json "
-                                "(score and signature) here")
+                                "(score, signature and corpus-level outputs) here")
     ray_group.add_argument("--actors", type=int, default=None, metavar="N", help="scoring actors (default: Ray's)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="metric option, repeatable (see below; --list-options SLUG lists a metric's options)")
