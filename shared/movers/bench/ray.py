@@ -9,8 +9,13 @@ separate process first, so the Ray driver reads nothing itself. Each measurement
 * ``process``: one ``movers.<metric>`` call with torch's 2 threads, timed after the encoder is loaded;
 * ``ray``: a local cluster on the 2 cores, :func:`movers.integrations.ray.score` with 2 actors of 1 CPU (1 torch
   thread; a third logical CPU runs the Parquet reads and writes), both passes and the Parquet write of the
-  scored rows, timed from the call to the written files (actors start and load their encoder inside that time). Peak memory: the driver's ``ru_maxrss``, and each
-  worker process's ``VmHWM`` (peak resident set) sampled from /proc every 0.2 s while it lives.
+  scored rows, timed from the call to the written files (actors start and load their encoder inside that
+  time). Peak memory: the driver's ``ru_maxrss``, and each worker process's ``VmHWM`` (peak resident set),
+  read from /proc every 0.5 s while it lives.
+
+Besides wall time, each mode's CPU seconds (user + system: the process; the driver and every process of the
+cluster), with waiting threads asleep rather than spinning (``OMP_WAIT_POLICY=PASSIVE`` in both modes): on a
+machine shared with other work, wall time mostly measures the others, CPU seconds measure the work done.
 
 The metric runs with its bench options (the call-level statistics on: per-call IDF for MoverScore).
 """
@@ -49,22 +54,71 @@ def _write(n: int, folder: str, rows_per_file: int = 5000) -> None:
         pq.write_table(table, f"{folder}/part-{k // rows_per_file:06d}.parquet")
 
 
-def _workers(peaks: dict[int, float], stop: threading.Event, me: int) -> None:
-    while not stop.is_set():
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit() or int(proc.name) == me:
-                continue
-            try:
-                title = (proc / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-                if not title.startswith("ray::") or "IDLE" in title:
+class _Watch:
+    """Every 0.5 s: the peak resident set (``VmHWM``) of each Ray worker running a map (tasks and actors), and
+    the CPU time (user + system) of every process below this one (the cluster: GCS, raylet, workers), counted
+    from the watch's start; what the watch itself costs is left out."""
+
+    def __init__(self) -> None:
+        self.peaks: dict[int, float] = {}
+        self.cpu: dict[int, tuple[float, float]] = {}  # pid -> (at start or 0, last seen), seconds
+        self.own = 0.0
+        self._stop = threading.Event()
+        self._first = True
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> float:
+        """Stop; the cluster's CPU seconds since the start."""
+        self._stop.set()
+        self._thread.join()
+        return sum(last - first for first, last in self.cpu.values())
+
+    def _run(self) -> None:
+        me, tick = os.getpid(), os.sysconf("SC_CLK_TCK")
+        while True:
+            begin = time.thread_time()
+            parents, times = {}, {}
+            for proc in Path("/proc").iterdir():
+                if not proc.name.isdigit():
                     continue
-                status = (proc / "status").read_text()
-            except OSError:
-                continue
-            for line in status.splitlines():
-                if line.startswith("VmHWM:") and ("MapWorker" in title or "Map" in title or "first_pass" in title):
-                    peaks[int(proc.name)] = max(peaks.get(int(proc.name), 0.0), int(line.split()[1]) / 1024.0)
-        time.sleep(0.2)
+                try:
+                    fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                pid = int(proc.name)
+                parents[pid] = int(fields[1])
+                times[pid] = (int(fields[11]) + int(fields[12])) / tick
+            for pid, seconds in times.items():
+                up = parents.get(pid)
+                while up not in (None, 0, 1, me):
+                    up = parents.get(up)
+                if up != me:
+                    continue
+                first = self.cpu[pid][0] if pid in self.cpu else seconds if self._first else 0.0
+                self.cpu[pid] = (first, seconds)
+                self._peak(pid)
+            self._first = False
+            self.own += time.thread_time() - begin
+            if self._stop.wait(0.5):
+                return
+
+    def _peak(self, pid: int) -> None:
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+            if not title.startswith("ray::") or "Map" not in title:
+                return
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                self.peaks[pid] = max(self.peaks.get(pid, 0.0), int(line.split()[1]) / 1024.0)
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _child(mode: str, metric: str, folder: str, out: str) -> int:
@@ -84,9 +138,9 @@ def _child(mode: str, metric: str, folder: str, out: str) -> int:
         preds, refs = table.column("prediction").to_pylist(), table.column("reference").to_pylist()
         fn = getattr(movers, metric)
         fn(preds[:4], refs[:4], **{k: v for k, v in options.items() if k != "idf"})  # load the encoder
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu_seconds()
         fn(preds, refs, **options)
-        result.update(seconds=time.perf_counter() - start, pairs=len(preds))
+        result.update(seconds=time.perf_counter() - start, cpu_seconds=_cpu_seconds() - cpu, pairs=len(preds))
     else:
         os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
         import ray
@@ -98,22 +152,20 @@ def _child(mode: str, metric: str, folder: str, out: str) -> int:
         # writes (with both CPUs held by actors, the reads that feed them could never be scheduled)
         ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False, configure_logging=False)
         ray.data.DataContext.get_current().enable_progress_bars = False
-        peaks: dict[int, float] = {}
-        stop = threading.Event()
-        watcher = threading.Thread(target=_workers, args=(peaks, stop, os.getpid()), daemon=True)
-        watcher.start()
-        start = time.perf_counter()
+        watch = _Watch()
+        start, cpu = time.perf_counter(), _cpu_seconds()
         ds = ray.data.read_parquet(folder)
         scored = score(ds, metric, index="position", concurrency=2, num_cpus=1, **options)
         with tempfile.TemporaryDirectory() as target:
             scored.write_parquet(target)
             n = ray.data.read_parquet(target).count()
-        result.update(seconds=time.perf_counter() - start, pairs=n, score=scored.score)
-        stop.set()
-        watcher.join()
+        seconds, driver = time.perf_counter() - start, _cpu_seconds() - cpu
+        cluster = watch.stop()
+        result.update(seconds=seconds, cpu_seconds=cluster + driver - watch.own, pairs=n, score=scored.score)
         ray.shutdown()
-        result["worker_peak_mb"] = max(peaks.values(), default=0.0)
-        result["workers"] = len(peaks)
+        result["worker_peak_mb"] = max(watch.peaks.values(), default=0.0)
+        result["worker_peaks_mb"] = sorted(round(x) for x in watch.peaks.values())
+        result["workers"] = len(watch.peaks)
     result["driver_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     Path(out).write_text(json.dumps(result))
     return 0
@@ -122,7 +174,7 @@ def _child(mode: str, metric: str, folder: str, out: str) -> int:
 def _measure(mode: str, metric: str, folder: str) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
-    env = dict(os.environ, OMP_NUM_THREADS="2" if mode == "process" else "1")
+    env = dict(os.environ, OMP_NUM_THREADS="2" if mode == "process" else "1", OMP_WAIT_POLICY="PASSIVE")
     before = os.getloadavg()[0]
     run = subprocess.run([sys.executable, "-m", "movers.bench.ray", "--child", mode, metric, folder, out], env=env,
                          capture_output=True, text=True)
@@ -147,11 +199,15 @@ def main(argv: list[str]) -> int:
             os.makedirs(folder)
             subprocess.run([sys.executable, "-m", "movers.bench.ray", "--write", str(args.pairs), folder], check=True)
             one, ray_run = _measure("process", args.metric, folder), _measure("ray", args.metric, folder)
-            overhead = one["pairs"] / one["seconds"] / (ray_run["pairs"] / ray_run["seconds"]) - 1
-            results["throughput"] = {"process": one, "ray": ray_run, "overhead": overhead}
+            overhead = ray_run["seconds"] / one["seconds"] - 1
+            cpu_overhead = ray_run["cpu_seconds"] / one["cpu_seconds"] - 1
+            results["throughput"] = {"process": one, "ray": ray_run, "overhead": overhead,
+                                     "cpu_overhead": cpu_overhead}
             print(f"{args.metric}, {args.pairs} pairs: 1 process x 2 threads {one['pairs'] / one['seconds']:.1f} "
-                  f"pairs/s; Ray 2 actors x 1 thread {ray_run['pairs'] / ray_run['seconds']:.1f} pairs/s "
-                  f"(overhead {100 * overhead:.1f}%)", flush=True)
+                  f"pairs/s ({one['cpu_seconds']:.0f} CPU s); Ray 2 actors x 1 thread "
+                  f"{ray_run['pairs'] / ray_run['seconds']:.1f} pairs/s ({ray_run['cpu_seconds']:.0f} CPU s); "
+                  f"Ray's overhead {100 * overhead:+.1f}% in wall time, {100 * cpu_overhead:+.1f}% in CPU time "
+                  f"(load average {one['load_average'][0]:.1f}-{ray_run['load_average'][1]:.1f})", flush=True)
         for n in [int(x) for x in args.memory.split(",") if x]:
             folder = f"{tmp}/m{n}"
             os.makedirs(folder)
@@ -159,7 +215,7 @@ def main(argv: list[str]) -> int:
             m = _measure("ray", args.metric, folder)
             results["memory"][n] = m
             print(f"{args.metric}, {n} pairs on Ray: peak per worker {m['worker_peak_mb']:.0f} MB "
-                  f"({m['workers']} worker processes), driver {m['driver_peak_mb']:.0f} MB, "
+                  f"({m['workers']} worker processes: {m['worker_peaks_mb']}), driver {m['driver_peak_mb']:.0f} MB, "
                   f"{m['pairs'] / m['seconds']:.1f} pairs/s", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
