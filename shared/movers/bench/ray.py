@@ -187,7 +187,9 @@ def _measure(mode: str, metric: str, folder: str) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="movers bench ray", description=__doc__.split("\n")[0])
-    p.add_argument("--metric", default="moverscore")
+    from .. import metrics as registry
+
+    p.add_argument("--metric", default=registry.DEMO, choices=registry.slugs(), help=f"default: {registry.DEMO}")
     p.add_argument("--pairs", type=int, default=20000, help="throughput corpus (0: skip)")
     p.add_argument("--memory", default="", help="comma-separated corpus sizes for the Ray memory runs")
     p.add_argument("--json", default=None, help="write the results here too")
