@@ -62,6 +62,7 @@ class _Watch:
     def __init__(self) -> None:
         self.peaks: dict[int, float] = {}
         self.cpu: dict[int, tuple[float, float]] = {}  # pid -> (at start or 0, last seen), seconds
+        self.titles: dict[int, str] = {}  # pid -> what it last ran (a Ray worker's title, else its program)
         self.own = 0.0
         self._stop = threading.Event()
         self._first = True
@@ -73,6 +74,14 @@ class _Watch:
         self._stop.set()
         self._thread.join()
         return sum(last - first for first, last in self.cpu.values())
+
+    def by_kind(self) -> dict[str, float]:
+        """CPU seconds by kind of process (a worker counts under the last thing it ran that is not IDLE)."""
+        out: dict[str, float] = {}
+        for pid, (first, last) in self.cpu.items():
+            kind = self.titles.get(pid, "?")
+            out[kind] = round(out.get(kind, 0.0) + last - first, 1)
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
     def _run(self) -> None:
         me, tick = os.getpid(), os.sysconf("SC_CLK_TCK")
@@ -106,6 +115,8 @@ class _Watch:
     def _peak(self, pid: int) -> None:
         try:
             title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+            if title != "ray::IDLE" or pid not in self.titles:
+                self.titles[pid] = title if title.startswith("ray::") else Path(title).name
             if not title.startswith("ray::") or "Map" not in title:
                 return
             status = Path(f"/proc/{pid}/status").read_text()
@@ -161,7 +172,8 @@ def _child(mode: str, metric: str, folder: str, out: str) -> int:
             n = ray.data.read_parquet(target).count()
         seconds, driver = time.perf_counter() - start, _cpu_seconds() - cpu
         cluster = watch.stop()
-        result.update(seconds=seconds, cpu_seconds=cluster + driver - watch.own, pairs=n, score=scored.score)
+        result.update(seconds=seconds, cpu_seconds=cluster + driver - watch.own, pairs=n, score=scored.score,
+                      cpu_by_process={"driver": round(driver - watch.own, 1), **watch.by_kind()})
         ray.shutdown()
         result["worker_peak_mb"] = max(watch.peaks.values(), default=0.0)
         result["worker_peaks_mb"] = sorted(round(x) for x in watch.peaks.values())
