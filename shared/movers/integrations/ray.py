@@ -206,11 +206,12 @@ class _StatisticsWorker(_Worker):
 
     def __call__(self, table: pa.Table) -> pa.Table:
         first = _Statistics()
+        predictions, references, extra = self.columns.read(table)
         with use_scope(first), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # warnings come from the scoring pass
             first.begin()
-            signature = self.call(table).signature
-        counts = [len(r) for r in self.columns.read(table)[1]]
+            signature = score_call(self.spec, predictions, references, extra, **self.options).signature
+        counts = [len(r) for r in references]
         index = self.columns.index
         positions = table.column(index).to_pylist() if index is not None else []
         partial = {"signature": signature, "totals": first.totals, "asked": first.asked,
