@@ -177,6 +177,11 @@ def _child(mode: str, metric: str, folder: str, out: str) -> int:
         ray.shutdown()
         result["worker_peak_mb"] = max(watch.peaks.values(), default=0.0)
         result["worker_peaks_mb"] = sorted(round(x) for x in watch.peaks.values())
+        kinds: dict[str, float] = {}
+        for pid, peak in watch.peaks.items():
+            kind = watch.titles.get(pid, "?")
+            kinds[kind] = round(max(kinds.get(kind, 0.0), peak))
+        result["worker_peak_mb_by_kind"] = kinds
         result["workers"] = len(watch.peaks)
     result["driver_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     Path(out).write_text(json.dumps(result))
