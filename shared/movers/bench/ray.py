@@ -63,6 +63,7 @@ class _Watch:
         self.peaks: dict[int, float] = {}
         self.cpu: dict[int, tuple[float, float]] = {}  # pid -> (at start or 0, last seen), seconds
         self.titles: dict[int, str] = {}  # pid -> what it last ran (a Ray worker's title, else its program)
+        self.rss: dict[str, float] = {}  # a Ray worker's title -> the largest resident set seen under it, MB
         self.own = 0.0
         self._stop = threading.Event()
         self._first = True
@@ -125,6 +126,8 @@ class _Watch:
         for line in status.splitlines():
             if line.startswith("VmHWM:"):
                 self.peaks[pid] = max(self.peaks.get(pid, 0.0), int(line.split()[1]) / 1024.0)
+            elif line.startswith("VmRSS:"):
+                self.rss[title] = max(self.rss.get(title, 0.0), round(int(line.split()[1]) / 1024.0))
 
 
 def _cpu_seconds() -> float:
@@ -132,7 +135,7 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _child(mode: str, metric: str, folder: str, out: str) -> int:
+def _child(mode: str, metric: str, folder: str, out: str, reader: str = "default") -> int:
     from . import quiet_offline
 
     quiet_offline()
@@ -163,6 +166,8 @@ def _child(mode: str, metric: str, folder: str, out: str) -> int:
         # writes (with both CPUs held by actors, the reads that feed them could never be scheduled)
         ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False, configure_logging=False)
         ray.data.DataContext.get_current().enable_progress_bars = False
+        if reader == "per-file":  # Ray's first Parquet reader: a read task per file, blocks of a file's rows
+            ray.data.DataContext.get_current().use_datasource_v2 = False
         watch = _Watch()
         start, cpu = time.perf_counter(), _cpu_seconds()
         ds = ray.data.read_parquet(folder)
@@ -182,19 +187,20 @@ def _child(mode: str, metric: str, folder: str, out: str) -> int:
             kind = watch.titles.get(pid, "?")
             kinds[kind] = round(max(kinds.get(kind, 0.0), peak))
         result["worker_peak_mb_by_kind"] = kinds
+        result["worker_rss_mb_by_task"] = dict(sorted(watch.rss.items(), key=lambda kv: -kv[1]))
         result["workers"] = len(watch.peaks)
     result["driver_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     Path(out).write_text(json.dumps(result))
     return 0
 
 
-def _measure(mode: str, metric: str, folder: str) -> dict[str, Any]:
+def _measure(mode: str, metric: str, folder: str, reader: str = "default") -> dict[str, Any]:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     env = dict(os.environ, OMP_NUM_THREADS="2" if mode == "process" else "1", OMP_WAIT_POLICY="PASSIVE")
     before = os.getloadavg()[0]
-    run = subprocess.run([sys.executable, "-m", "movers.bench.ray", "--child", mode, metric, folder, out], env=env,
-                         capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "movers.bench.ray", "--child", mode, metric, folder, out, reader],
+                         env=env, capture_output=True, text=True)
     if run.returncode:
         raise RuntimeError(f"bench ray {mode} failed: {run.stderr[-2000:]}")
     result = json.loads(Path(out).read_text())
@@ -209,9 +215,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--metric", default=registry.DEMO, choices=registry.slugs(), help=f"default: {registry.DEMO}")
     p.add_argument("--pairs", type=int, default=20000, help="throughput corpus (0: skip)")
     p.add_argument("--memory", default="", help="comma-separated corpus sizes for the Ray memory runs")
+    p.add_argument("--reader", choices=["default", "per-file"], default="default",
+                   help="Ray's Parquet reader for the memory runs: its default (which reads a small data set in one "
+                        "task, as one block of up to 128 MiB) or its first reader, a task per file of 5,000 pairs")
     p.add_argument("--json", default=None, help="write the results here too")
     args = p.parse_args(argv)
-    results: dict[str, Any] = {"metric": args.metric, "throughput": {}, "memory": {}}
+    results: dict[str, Any] = {"metric": args.metric, "reader": args.reader, "throughput": {}, "memory": {}}
     with tempfile.TemporaryDirectory() as tmp:
         if args.pairs:
             folder = f"{tmp}/t"
@@ -231,7 +240,7 @@ def main(argv: list[str]) -> int:
             folder = f"{tmp}/m{n}"
             os.makedirs(folder)
             subprocess.run([sys.executable, "-m", "movers.bench.ray", "--write", str(n), folder], check=True)
-            m = _measure("ray", args.metric, folder)
+            m = _measure("ray", args.metric, folder, args.reader)
             results["memory"][n] = m
             print(f"{args.metric}, {n} pairs on Ray: peak per worker {m['worker_peak_mb']:.0f} MB "
                   f"({m['workers']} worker processes: {m['worker_peaks_mb']}), driver {m['driver_peak_mb']:.0f} MB, "
@@ -243,7 +252,7 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--child":
-        sys.exit(_child(*sys.argv[2:6]))
+        sys.exit(_child(*sys.argv[2:7]))
     if sys.argv[1] == "--write":
         _write(int(sys.argv[2]), sys.argv[3])
         sys.exit(0)

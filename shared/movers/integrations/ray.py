@@ -202,9 +202,22 @@ class _Statistics(_FirstPass):
 
 
 class _StatisticsWorker(_Worker):
-    """One block's partial statistics, signature, rows and references per row, as a one-row table."""
+    """One block's partial statistics, signature, rows and references per row, as a one-row table: the block
+    is read `block_size` rows at a time (a Ray block may hold hundreds of thousands of rows) and the parts'
+    sums added here, so memory is bounded by `block_size` and the driver gets one partial per block."""
+
+    def __init__(self, spec: MetricSpec, options: dict[str, Any], columns: _Columns, threads: int | None,
+                 block_size: int) -> None:
+        super().__init__(spec, options, columns, threads)
+        self.block_size = block_size
 
     def __call__(self, table: pa.Table) -> pa.Table:
+        merged = None
+        for start in range(0, table.num_rows, self.block_size):
+            merged = _merge(merged, self._partial(table.slice(start, self.block_size)))
+        return pa.table({"partial": pa.array([] if merged is None else [pickle.dumps(merged)], pa.binary())})
+
+    def _partial(self, table: pa.Table) -> dict[str, Any]:
         first = _Statistics()
         predictions, references, extra = self.columns.read(table)
         with use_scope(first), warnings.catch_warnings():
@@ -214,11 +227,10 @@ class _StatisticsWorker(_Worker):
         counts = [len(r) for r in references]
         index = self.columns.index
         positions = table.column(index).to_pylist() if index is not None else []
-        partial = {"signature": signature, "totals": first.totals, "asked": first.asked,
-                   "multiple": first.multiple, "n": table.num_rows,
-                   "nrefs": (min(counts, default=0), max(counts, default=0)),
-                   "index": (min(positions), max(positions), sum(positions)) if positions else None}
-        return pa.table({"partial": [pickle.dumps(partial)]})
+        return {"signature": signature, "totals": first.totals, "asked": first.asked,
+                "multiple": first.multiple, "n": table.num_rows,
+                "nrefs": (min(counts, default=0), max(counts, default=0)),
+                "index": (min(positions), max(positions), sum(positions)) if positions else None}
 
 
 def _merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
@@ -292,7 +304,7 @@ def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
         prediction, reference: The column names.
         index: A column with each row's position in the input (0, 1, ...); needed only by batch centring
             (TWMD's default), whose runs of consecutive rows Ray's unordered blocks do not keep.
-        block_size: Rows per actor call (memory grows with it, no score depends on it).
+        block_size: Rows per metric call in both passes (memory grows with it, no score depends on it).
         concurrency: Actors (and statistics tasks at once) per pass: Ray's ``map_batches`` argument, an int or
             (min, max); None: Ray's autoscaling pool. Leave CPUs for the tasks that read the data set: a pool
             that holds every CPU of the cluster waits for reads that can never be scheduled.
@@ -344,11 +356,12 @@ def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
 
     # the statistics pass, a partial per block; only corpus centring embeds texts there (an actor pool then,
     # holding the encoder for the pass); the others read texts with a tokenizer, in plain tasks on CPUs
+    statistics = (*common, block_size)
     if getattr(o, "centering", None) == "corpus":
-        first = ds.map_batches(_StatisticsWorker, batch_size=None, fn_constructor_args=common, **actor)
+        first = ds.map_batches(_StatisticsWorker, batch_size=None, fn_constructor_args=statistics, **actor)
     else:
         tasks = concurrency if isinstance(concurrency, int) else concurrency[1] if concurrency else None
-        first = ds.map_batches(_first_pass, batch_size=None, fn_args=(pickle.dumps(common),),
+        first = ds.map_batches(_first_pass, batch_size=None, fn_args=(pickle.dumps(statistics),),
                                batch_format="pyarrow", concurrency=tasks)
     merged: dict[str, Any] | None = None
     for batch in first.iter_batches(batch_size=None, batch_format="pyarrow"):
