@@ -393,7 +393,7 @@ def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
     result = RayScores(rows=rows, column=spec.slug, signature=signature)
     if not spec.corpus_from_segments:  # a corpus statistic from the summed statistics: one row scored with them
         sample = ds.limit(1).take_batch(1, batch_format="pyarrow")
-        whole = _Worker(*common).scored(sample, totals, size)
+        whole = _Worker(spec, dict(options), columns, None).scored(sample, totals, size)  # the driver's threads kept
         per_segment = set(spec.per_segment_outputs())
         result._score = whole.score
         result.extra = {k: v for k, v in whole.extra.items() if k not in per_segment and k != "empty_predictions"}
