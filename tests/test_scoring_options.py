@@ -139,6 +139,10 @@ def test_bundled_baseline_matches_its_settings_only():
         movers.moverscore(HYPS, GOLD, baseline="bundled", preset="github")
     with pytest.raises(ValueError, match="`baseline='bundled'` was computed with"):
         movers.twmd(HYPS, GOLD, baseline="bundled", centering="none")
+    # WMS ships no baseline: say so (not "computed with None")
+    with pytest.raises(ValueError, match=r"wms: no baseline is bundled for wms \(bundled: moverscore, s_wms, sms, "
+                                         r"twmd\); pass baseline='fit'"):
+        movers.wms(HYPS, GOLD, baseline="bundled")
 
 
 def test_bad_baselines():
