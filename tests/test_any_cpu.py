@@ -29,7 +29,7 @@ _ISA_VARIABLES = {key for setting in SETTINGS.values() for key in setting}
 
 _RANK = ["DEFAULT", "AVX2", "AVX512"]
 HEAVY = "tests/test_distributed.py::test_two_ranks_equal_one_process"
-"""Seven metrics on 400 pairs, once and on two ranks (48 s): the suite's own run has it; under the other kernels
+"""Seven metrics on 210 pairs, once and on two ranks: the suite's own run has it; under the other kernels
 torchrun is covered by the several-systems test under torchrun."""
 
 

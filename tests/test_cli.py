@@ -1,7 +1,6 @@
 """The command line, run for real: ``python -m movers ...`` in a subprocess on files written here.
 
-Texts come from the WMT15/16 development set (../shared/data; skipped without it) or are written by
-the test. Expected scores come from the Python API on the same texts (equal to 1e-9); error cases
+Texts are WMT15/16 pairs of the committed fixtures (tests/reference) or are written by the test. Expected scores come from the Python API on the same texts (equal to 1e-9); error cases
 must print exactly one line on stderr and nothing on stdout.
 """
 from __future__ import annotations
@@ -20,7 +19,7 @@ import pytest
 
 import movers
 
-from .conftest import data_path, regrouped
+from .conftest import real_pairs, regrouped
 
 _ROOT = Path(movers.__file__).resolve().parents[1]  # the movers this process imported
 # A source checkout (shared/) goes on the subprocess's path; an installed movers is found by the same
@@ -49,11 +48,8 @@ def one_line_error(proc, prefix: str = "movers score: error: ") -> str:
 @pytest.fixture(scope="module")
 def wmt(tmp_path_factory):
     """12 WMT15/16 (development) hypotheses, their references, and a second reference stream."""
-    path = data_path("wmt15_16_da_seg_toen") / "wmt15_16_da_seg_toen.jsonl"
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[:12]]
-    hyps = [r["hypothesis"] for r in records]
-    refs = [r["references"][0] for r in records]
-    refs2 = [records[(i + 1) % len(records)]["references"][0] for i in range(len(records))]
+    hyps, refs = real_pairs("wmt15_16", 12)
+    refs2 = [refs[(i + 1) % len(refs)] for i in range(len(refs))]
     folder = tmp_path_factory.mktemp("wmt")
     for name, lines in (("hyps.txt", hyps), ("refs.txt", refs), ("refs2.txt", refs2)):
         (folder / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")

@@ -190,6 +190,16 @@ def test_movers_docs_outside_a_checkout_says_where_to_run_it(tmp_path):
     assert proc.returncode == 2 and proc.stderr.startswith("movers docs: error: no mkdocs.yml in "), proc.stderr
 
 
+def test_movers_docs_into_an_unwritable_folder_is_one_line(tmp_path):
+    """Not MkDocs' traceback at its first write: a folder below a regular file can be created by no one (root
+    included, unlike a folder without write permission)."""
+    (tmp_path / "a-file").write_text("x")
+    proc = run("docs", "--build", str(tmp_path / "a-file" / "site"), "--repo", str(REPO))
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("movers docs: error: cannot build into ") and "a-file" in line, line
+
+
 def test_the_docs_extra_is_in_the_test_extra():
     tomllib = pytest.importorskip("tomllib")
     extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]

@@ -17,7 +17,7 @@ import torch
 import movers
 from movers.core.result import REGROUPING_ATOL
 
-from .conftest import DATA, REPO, regrouped
+from .conftest import REFERENCE, REPO, regrouped
 
 mtm = pytest.importorskip("movers.torchmetrics", reason="torchmetrics is not installed (pip install 'movers[lightning]')")
 
@@ -147,9 +147,7 @@ def test_delta_bleu_reference_weights():
 @pytest.mark.slow
 def test_lightning_validate_on_one_and_two_processes_equals_one_call(tmp_path):
     pytest.importorskip("lightning")
-    data = DATA / "wmt15_16_da_seg_toen" / "wmt15_16_da_seg_toen.jsonl"
-    if not data.is_file():
-        pytest.skip(f"data set {data} not found (../shared/data beside the checkout is needed)")
+    data = REFERENCE / "bertscore_L6_idf-off.jsonl"  # real pairs, inputs inline: the first 13 are BAGEL's
     n = 13  # odd: two ranks get 7 each, DistributedSampler repeats example 0 on rank 1
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "shared"), env.get("PYTHONPATH", "")])
@@ -169,7 +167,7 @@ def test_lightning_validate_on_one_and_two_processes_equals_one_call(tmp_path):
     generated = {int(i): text for i, text in one["generated"].items()}
     assert {int(i): t for r in (rank0, rank1) for i, t in r["generated"].items()} == generated
     records = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()[:n]]
-    preds, refs = [generated[i] for i in range(n)], [r["references"][0] for r in records]
+    preds, refs = [generated[i] for i in range(n)], [r["reference"] for r in records]
     assert rank0["results"] == rank1["results"]  # identical numbers on both ranks
     assert rank0["validate"] == rank1["validate"]
     for slug in SLUGS:

@@ -38,11 +38,12 @@ from typing import Any
 
 import torch
 
+from . import missing_extra
+
 try:
     import torchmetrics
 except ImportError as err:  # an optional extra
-    raise ImportError("movers.torchmetrics needs torchmetrics: pip install 'movers[lightning]' "
-                      "(or pip install torchmetrics).") from err
+    raise ImportError(missing_extra("movers.torchmetrics", "torchmetrics", "lightning")) from err
 from torchmetrics.utilities.data import dim_zero_cat
 
 from .. import metrics as registry
