@@ -43,6 +43,38 @@ ATOL_MODEL = 1e-4       # model scores vs the original implementation (MoverScor
 ATOL_IDENTICAL = 1e-3   # MoverScore records whose hypothesis equals its reference (original's float32 noise)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--torch-threads", default="", metavar="N,M",
+                     help="run every test once per torch thread count (torch.set_num_threads, and OMP_NUM_THREADS "
+                          "and MKL_NUM_THREADS for the subprocesses it starts); tests/test_any_cpu.py uses it")
+
+
+def pytest_generate_tests(metafunc):
+    counts = metafunc.config.getoption("--torch-threads")
+    if counts and "torch_threads" in metafunc.fixturenames:
+        metafunc.parametrize("torch_threads", [int(n) for n in counts.split(",")], indirect=True,
+                             ids=lambda n: f"{n}thread")
+
+
+@pytest.fixture(autouse=True)
+def torch_threads(request, monkeypatch):
+    """The torch thread count of this test when ``--torch-threads`` is given (else torch's own, untouched)."""
+    count = getattr(request, "param", None)
+    if count is None:
+        yield None
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    monkeypatch.setenv("OMP_NUM_THREADS", str(count))
+    monkeypatch.setenv("MKL_NUM_THREADS", str(count))
+    try:
+        yield count
+    finally:
+        torch.set_num_threads(before)
+
+
 def regrouped(expected):
     """The reproducibility rule (:data:`movers.core.result.REGROUPING_ATOL`) as a pytest comparison: scores of
     the same texts grouped differently (batches, systems, caches, streams, shards, threads, CPUs) agree to

@@ -51,6 +51,8 @@ def main(path: str, n: int, out: str) -> None:
             res = fn(preds, refs, **options)
         key = slug + "".join(f"|{k}={v}" for k, v in options.items())
         results[key] = {"score": res.score, "scores": list(res.scores), "signature": res.signature,
+                        # the signature without any version (the library's, its dependencies', the tokenizers')
+                        "settings": res.signature.settings(strip_versions=("tok", "seg")),
                         "extra": {k: v for k, v in res.extra.items() if k != "alignments"}}
     with open(out if "WORLD_SIZE" not in os.environ else f"{out}.rank{rank}", "w") as f:
         json.dump(results, f)
