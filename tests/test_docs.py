@@ -215,3 +215,16 @@ def test_the_readme_is_a_front_page():
     lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 250, f"README.md has {len(lines)} lines; move the detail to a page under docs/"
     assert "## Two commands" in lines and any(line.startswith("](docs/") or "](docs/" in line for line in lines)
+
+
+def test_ci_runs_the_readmes_two_commands():
+    """.ci/run sets up as the README's first command does (without the demo run) and runs the second command
+    exactly as written."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Two commands"):readme.index("\n## ", readme.index("## Two commands") + 5)]
+    first, second = re.findall(r"```bash\n(.*?)\n```", section, re.S)
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    setup = first.removesuffix(" && .venv/bin/movers demo")
+    assert setup != first and "pip install ." in setup and "[test]" not in setup  # the metrics' needs only
+    assert setup.replace(" install ", " install --quiet ") in ci
+    assert f"'{second}'" in ci and "[test]" in second and second.endswith(".venv/bin/python -m pytest")
