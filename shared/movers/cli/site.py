@@ -42,8 +42,8 @@ from ..core.spec import MetricSpec
 from ..integrations.cards import option_rows
 from ..pipeline.call import MetricFunction, signature_of
 
-__all__ = ["on_config", "on_files", "on_page_markdown", "on_post_build", "site_map", "reference_pages", "public_names", "relink",
-           "include", "doctest_lexer", "RestRoles", "PublicName"]
+__all__ = ["on_config", "on_files", "on_page_markdown", "on_post_build", "site_map", "reference_pages",
+           "public_names", "relink", "include", "doctest_lexer", "RestRoles", "PublicName", "SEARCH_WORKER"]
 
 CARDS = "cards"
 """The folder of the metric cards (the one source of each metric's page and evaluate module README)."""
