@@ -571,13 +571,19 @@ def test_systems_benchmark_runs_every_scenario(tmp_path, capsys):
                  str(tmp_path / "s.json")]) == 0
     out = capsys.readouterr().out
     assert "2 systems x 6 inputs" in out and "Scores equal in every scenario to float32 rounding" in out
-    rows = json.loads((tmp_path / "s.json").read_text())["rows"]
+    from movers.bench.systems import render  # the report is its JSON rendered (what the docs include)
+
+    saved = json.loads((tmp_path / "s.json").read_text())
+    assert out == render(saved)
+    assert main(["bench", "systems", "--render", str(tmp_path / "s.json")]) == 0
+    assert capsys.readouterr().out == out
+    rows = saved["rows"]
     assert rows["one-by-one"]["texts"] == sum(per_call)
     assert rows["one-by-one-cache"]["texts"] == rows["one-run"]["texts"] == once
     assert len(rows["evaluations"]["evaluations"]) == 2
 
 
-# ---------------------------------------------------------------- issue 22: the final validation tables
+# ---------------------------------------------------------------- the final validation tables
 
 def test_validation_rows_come_from_the_declarations():
     """Rows: BERTScore first, then each metric that declares original_options, at its default and, where the
@@ -694,23 +700,27 @@ def test_validation_figures_recompute(tmp_path):
     assert fresh["TWMD"]["delta_ci"] == pytest.approx(saved["TWMD"]["delta_ci"], abs=1e-6)
 
 
-_REPORT = re.compile(r"<!-- bench correlation: generated from (?P<json>\S+) by "
-                     r"`movers bench correlation --render \S+ --heading (?P<heading>\d)` -->\n(?P<body>.*?)"
-                     r"<!-- /bench correlation -->", re.S)
+_REPORT = re.compile(r"<!-- bench (?P<command>correlation|systems): generated from (?P<json>\S+) by "
+                     r"`movers bench (?P=command) --render \S+(?: --heading (?P<heading>\d))?` -->\n(?P<body>.*?)"
+                     r"<!-- /bench (?P=command) -->", re.S)
 
 
-def test_the_benchmarks_page_shows_a_saved_run_as_the_command_reports_it():
-    """docs/benchmarks.md includes a real `movers bench correlation` run as Markdown tables (not console output),
-    rendered from that run's JSON by the command's own report (`--render FILE`); this keeps them equal."""
-    from movers.bench.correlation import render
+@pytest.mark.parametrize("page", ["benchmarks.md", "cli.md"])
+def test_the_pages_show_saved_runs_as_the_commands_report_them(page):
+    """The pages include real `movers bench correlation` / `bench systems` runs as Markdown tables (not console
+    output), rendered from each run's saved JSON by the command's own report (`--render FILE`): kept equal here."""
+    from movers.bench import correlation, systems
 
     from .conftest import REPO
 
-    page = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
-    blocks = list(_REPORT.finditer(page))
-    assert blocks, "docs/benchmarks.md has no generated bench correlation block"
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
+    blocks = list(_REPORT.finditer(text))
+    assert blocks, f"docs/{page} has no generated bench block"
     for block in blocks:
         saved = json.loads((REPO / block.group("json")).read_text(encoding="utf-8"))
-        assert "\n" + render(saved, int(block.group("heading"))) == block.group("body"), (
-            f"docs/benchmarks.md: the block differs from {block.group('json')}; rewrite it with "
-            f"`movers bench correlation --render {block.group('json')} --heading {block.group('heading')}`")
+        if block.group("command") == "correlation":
+            want = correlation.render(saved, int(block.group("heading") or 2))
+        else:
+            want = systems.render(saved)
+        assert "\n" + want == block.group("body"), (
+            f"docs/{page}: the block differs from {block.group('json')}; rewrite it from the command's --render")

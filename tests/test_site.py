@@ -285,6 +285,7 @@ MOVED_TABLES = {
         ("benchmarks.md", "30a65df13549"),  # | sentences per side | kept words (distinct) per side | WMS
     ],
     "s_wms": [
+        ("development.md", "f72357f8ca2d"),  # | metric | criterion | Pearson r | Spearman ρ | Kendall τ |
         ("agreement.md", "6ceb7f1dee76"),  # | fixture | variant | records | max rel. Δ distance, unflagg
         ("development.md", "7a027ac59efe"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
         ("development.md", "7fcf127d04b8"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
