@@ -635,8 +635,8 @@ def test_validation_render_marks_intervals_and_flips_the_original_pair():
     assert "| M − M original | enc | +0.100 [+0.040, +0.150]* | +0.100 [+0.040, +0.150]* |" in tables
     headline = render_headline([run], "M")  # the card's one table: values beside BERTScore, the mean's difference
     assert headline.startswith(BEGIN) and headline.endswith(END) and "original" not in headline
-    assert "| enc | BERTScore F1 | 0.500 | 0.500 |  |" in headline
-    assert "| enc | M | 0.550 | 0.550 | +0.050 [+0.010, +0.090]* |" in headline
+    assert "| set | BERTScore F1, enc | M, enc |" in headline and "| a (p) | 0.500 | 0.550 |" in headline
+    assert "| mean (− BERTScore) | 0.500 | 0.550 (+0.050 [+0.010, +0.090]*) |" in headline
     summary = render_summary([run])
     assert "| a (p) | enc | 0.500 [0.400, 0.600] | M 0.550 [0.450, 0.650] | +0.050 [+0.010, +0.090]* | yes |" \
         in summary and "enc 1 of 1 sets" in summary

@@ -177,20 +177,21 @@ def _takes_encoder(title: str) -> bool:
 
 def render_headline(runs: list[dict], title: str) -> str:
     """The generated block of one metric's card: its default's segment-level correlations beside BERTScore F1 on
-    the same encoder, every encoder, with the mean's paired difference (the full tables are on :data:`PAGE`)."""
+    the same encoder, one column each per encoder, one row per set and the mean with the metric's paired
+    difference (the full tables are on :data:`PAGE`)."""
     first = runs[0]["levels"]["segment"]
-    sets = list(first["sets"])
-    lines = [BEGIN, "", "| encoder | metric | " + " | ".join(f"{s} ({first['sets'][s]['statistic'][0]})" for s in sets)
-             + " | mean | mean − BERTScore |", "|---|---|" + "---|" * (len(sets) + 2)]
-    for run in runs:
-        figures = run["levels"]["segment"]
-        for label in (BASE, title):
-            cells = [f"{figures['sets'][s]['metrics'][label]['value']:.3f}" for s in sets]
-            mean = figures["mean"][label]
-            lines.append(f"| {run['encoder']} | {label} | " + " | ".join(cells) + f" | {mean['value']:.3f} | "
-                         + (_delta(mean) if label != BASE else "") + " |")
+    columns = [(run, label) for run in runs for label in (BASE, title)]
+    lines = [BEGIN, "", "| set | " + " | ".join(f"{label}, {run['encoder']}" for run, label in columns) + " |",
+             "|---|" + "---|" * len(columns)]
+    for s in first["sets"]:
+        lines.append(f"| {s} ({first['sets'][s]['statistic'][0]}) | " + " | ".join(
+            f"{run['levels']['segment']['sets'][s]['metrics'][label]['value']:.3f}" for run, label in columns) + " |")
+    means = [run["levels"]["segment"]["mean"][label] for run, label in columns]
+    lines.append("| mean (− BERTScore) | " + " | ".join(
+        f"{m['value']:.3f}" + ("" if label == BASE else f" ({_delta(m)})") for m, (_, label) in zip(
+            means, columns, strict=True)) + " |")
     if not _takes_encoder(title):
-        lines += ["", f"{title} has no `model` option: its rows are the same under both encoders."]
+        lines += ["", f"{title} has no `model` option: its columns are the same under both encoders."]
     return "\n".join([*lines, "", END])
 
 
