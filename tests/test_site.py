@@ -14,12 +14,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
 import movers
-from movers.cli.site import include, public_names, reference_pages, relink, site_map
+from movers.cli.site import SEARCH_WORKER, doctest_lexer, include, public_names, reference_pages, relink, site_map
 
 from .conftest import REPO
 from .test_cli import _PATH, run
@@ -57,17 +59,70 @@ def _copy_of_the_sources(tmp_path: Path) -> Path:
 
 
 def test_the_site_builds_with_every_page(site):
-    pages = {p.parent.relative_to(site).as_posix() for p in site.rglob("index.html")}
-    written = {p.relative_to(REPO / "docs").with_suffix("").as_posix().removesuffix("/index").removesuffix("index")
-               for p in (REPO / "docs").rglob("*.md")}
-    cards = {Path(page).with_suffix("").as_posix() for page in site_map(REPO).values() if page.endswith(".md")}
-    expected = {"." if p in ("", "index") else p for p in written | cards | {
-        Path(p).with_suffix("").as_posix().removesuffix("/index") for p in reference_pages(REPO)}}
+    pages = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
+    written = {p.relative_to(REPO / "docs").with_suffix(".html").as_posix() for p in (REPO / "docs").rglob("*.md")}
+    cards = {Path(page).with_suffix(".html").as_posix() for page in site_map(REPO).values() if page.endswith(".md")}
+    expected = written | cards | {Path(p).with_suffix(".html").as_posix() for p in reference_pages(REPO)}
     assert expected <= pages, sorted(expected - pages)
     for picture in [p for p in site_map(REPO).values() if p.endswith(".png")]:
         assert (site / picture).is_file(), picture
     front = (site / "index.html").read_text(encoding="utf-8")
-    assert "Two commands" in front and 'href="getting-started/#what-the-signature-means"' in front
+    assert "Two commands" in front and 'href="getting-started.html#what-the-signature-means"' in front
+
+
+class _Links(HTMLParser):
+    """The ids of a built page and the targets of its links, scripts, stylesheets and pictures."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.targets: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if found.get("id"):
+            self.ids.add(str(found["id"]))
+        for name in ("href", "src"):
+            if found.get(name) and not (tag == "link" and found.get("rel") in ("canonical", "alternate")):
+                self.targets.append(str(found[name]))
+
+
+def test_the_built_site_works_from_disk(site):
+    """Opened from disk (file://, `movers docs --build DIR`), a browser neither lists folders nor adds index.html:
+    every internal link, script, stylesheet and picture of every page must name a file of the site, and every
+    #anchor an id of its page. The search runs there from scripts (search_index.js, worker.js), not fetches.
+    (404.html is for a server, which shows it at any address: its links are absolute.)"""
+    parsed: dict[Path, _Links] = {}
+    for page in sorted(p for p in site.rglob("*.html") if p.name != "404.html"):
+        parser = _Links()
+        parser.feed(page.read_text(encoding="utf-8"))
+        parsed[page] = parser
+    broken, checked = [], 0
+    for page, parser in parsed.items():
+        for target in parser.targets:
+            parts = urlsplit(target)
+            if parts.scheme or parts.netloc:
+                assert parts.scheme in ("http", "https", "mailto"), f"{page.relative_to(site)}: {target}"
+                continue
+            checked += 1
+            path = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if not path.is_file():
+                broken.append(f"{page.relative_to(site)}: {target} (no such file)")
+            elif parts.fragment and path.suffix == ".html" and unquote(parts.fragment) not in parsed[path].ids:
+                broken.append(f"{page.relative_to(site)}: {target} (no such anchor)")
+    assert not broken, broken[:20]
+    assert checked > 1000
+    head = (site / "index.html").read_text(encoding="utf-8")
+    assert '<script src="javascripts/file-search.js">' in head.split("assets/javascripts/bundle.")[0]
+    assert (site / "search" / "search_index.js").read_text(encoding="utf-8").startswith("var __index = {")
+    assert (site / SEARCH_WORKER).read_text(encoding="utf-8").startswith("var __moversSearchWorker = \"")
+
+
+def test_doctest_blocks_are_shown_as_python_sessions():
+    """The site shows a block with >>> lines in Pygments' pycon lexer (prompts and output marked, so the copy button
+    leaves them out); other python blocks stay python."""
+    text = "```python\n>>> 1 + 1\n2\n```\n\n```python\nx = '>>> not a prompt'\n```\n"
+    assert doctest_lexer(text) == "```pycon\n>>> 1 + 1\n2\n```\n\n```python\nx = '>>> not a prompt'\n```\n"
 
 
 @pytest.mark.parametrize("planted, complaint", [
@@ -108,7 +163,7 @@ def test_the_api_reference_lists_every_public_name(site):
     names = public_names()
     assert [n.name for n in names] == list(movers.__all__)
     index = reference_pages(REPO)["reference/index.md"]
-    html = {page: (site / "reference" / page / "index.html").read_text(encoding="utf-8") for page in ("api", "metrics")}
+    html = {page: (site / "reference" / f"{page}.html").read_text(encoding="utf-8") for page in ("api", "metrics")}
     for entry in names:
         assert f"[`movers.{entry.name}`]" in index, entry.name
         page = "metrics" if entry.kind == "metric" else "api"
@@ -118,7 +173,7 @@ def test_the_api_reference_lists_every_public_name(site):
 
 def test_the_api_reference_lists_every_option_with_its_default(site):
     text = reference_pages(REPO)["reference/metrics.md"]
-    html = (site / "reference" / "metrics" / "index.html").read_text(encoding="utf-8")
+    html = (site / "reference" / "metrics.html").read_text(encoding="utf-8")
     for spec in movers.metrics.specs():
         section = text[text.index(f"## `movers.{spec.slug}`"):]
         section = section[:section.find("\n## ", 1) if "\n## " in section[1:] else len(section)]
@@ -173,7 +228,7 @@ def test_movers_docs_serves_the_site_offline(tmp_path):
         deadline, page = time.monotonic() + 300, None
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/reference/metrics/", timeout=5) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/reference/metrics.html", timeout=5) as r:
                     page = r.read().decode("utf-8")
                 break
             except OSError:
@@ -204,3 +259,133 @@ def test_the_docs_extra_is_in_the_test_extra():
     tomllib = pytest.importorskip("tomllib")
     extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     assert set(extras["docs"]) <= set(extras["test"]), "CI installs the test extra: it must build the site"
+
+# The tables the metric cards held before they took the shape of a metric card (each card now has what a user of
+# the module needs; studies, parity tables and timings live on pages of their own). Each entry: the page that holds
+# the table now and a digest of its rows (`_digest`); the validation tables generated from cards/validation/*.json
+# are checked against their JSON by tests/test_bench.py instead.
+MOVED_TABLES = {
+    "moverscore": [
+        ("agreement.md", "4873bf0496f2"),  # | fixture | preset, options | records | max \|Δ\| | max \|Δ\
+        ("development.md", "5de0a00b418c"),  # | metric | Pearson r | Spearman ρ | Kendall τ | time (s) |
+        ("development.md", "2f69612579ab"),  # | metric | Pearson r | Spearman ρ | Kendall τ | time (s) |
+        ("development.md", "b04ce903568c"),  # | metric | Pearson r | Spearman ρ | Kendall τ | time (s) |
+        ("development.md", "49a6a0edb279"),  # | metric | Pearson r | Spearman ρ | Kendall τ | time (s) |
+        ("development.md", "a1252203673f"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "46a2e6723f1b"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("validation.md", "ac00f949c3d4"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
+        ("validation.md", "d0712c737bad"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
+        ("benchmarks.md", "46a15f895104"),  # | run | seconds | pairs/s |
+    ],
+    "sms": [
+        ("metrics/index.md", "892abd92703f"),  # | question | choice | why |
+        ("development.md", "6547fbfd4378"),  # | metric | criterion | Pearson r | Spearman ρ | Kendall τ |
+        ("agreement.md", "ebfe0cfa9129"),  # | fixture | variant | records | max rel. Δ distance, unflagg
+        ("development.md", "ef50acb5e08c"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "98e7bb9881b4"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "29a16682119d"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "34d689b408c7"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "ba90f2ec7a79"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "0034b85fd5e3"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "c2215ecf1c0c"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "657292451857"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("validation.md", "4b3029e5f74b"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
+        ("validation.md", "fb3bdbec5724"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
+        ("benchmarks.md", "0a3d8b3ff121"),  # | embedding | variant | seconds | pairs/s | encoder floor (s
+        ("benchmarks.md", "30a65df13549"),  # | sentences per side | kept words (distinct) per side | WMS
+    ],
+    "s_wms": [
+        ("development.md", "f72357f8ca2d"),  # | metric | criterion | Pearson r | Spearman ρ | Kendall τ |
+        ("agreement.md", "6ceb7f1dee76"),  # | fixture | variant | records | max rel. Δ distance, unflagg
+        ("development.md", "7a027ac59efe"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "7fcf127d04b8"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+    ],
+    "twmd": [
+        ("metrics/index.md", "a29602485ed3"),  # | mode | means subtracted | consequence |
+        ("development.md", "d4e522213327"),  # | metric | Pearson r | Spearman ρ | Kendall τ |
+        ("development.md", "c5429d7ff6fe"),  # | metric | Pearson r | Spearman ρ | Kendall τ |
+        ("agreement.md", "875a20d345f8"),  # | fixture | records | variant | centring | max \|Δ\| precisi
+        ("development.md", "d1c8d8c291ac"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "c9bff3ef47f7"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+    ],
+    "lazy_emd": [
+        ("agreement.md", "8a61828cfd72"),  # | (λc, λr) | what Lazy-EMD becomes | check |
+        ("development.md", "2d8843cb9b7b"),  # | metric | Pearson r | Spearman ρ | Kendall τ |
+        ("development.md", "472b5b05b834"),  # | metric | informativeness r | naturalness r | quality r |
+        ("agreement.md", "1808664ad1a8"),  # | candidate | Lazy-EMD (`"original"`) | similarity | mass mo
+        ("agreement.md", "588bd1e204ae"),  # | fixture | records | max \|Δ\| | median \|Δ\| | iterations
+        ("development.md", "c22ea9fedee5"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "6fc16d995609"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "ead4a3d6666b"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "7d5a2bca0a77"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "596e5c6a8269"),  # | setting | wmt15_16[800] (p) | bagel (s) | sfhotel[300] (s)
+        ("development.md", "9d92e0ffa432"),  # | setting | wmt15_16[800] (p) | bagel (s) | sfhotel[300] (s)
+        ("development.md", "63f239415ff7"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "f9c0a2294282"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "5ce44efe5dd6"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "cb2339a240ce"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "556a58ab6960"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "5d096b017071"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("development.md", "c426cc441c7f"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
+        ("validation.md", "842a9113f848"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
+        ("validation.md", "b0c7d17bb67e"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
+        ("validation.md", "ace74b2f55ef"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
+        ("validation.md", "e2d489006908"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
+        ("benchmarks.md", "62a45bc0581c"),  # | (λc, λr), pairs | original iterations per pair (median) |
+        ("benchmarks.md", "dfd760e55485"),  # | strengths | movers total | its encoding | transport | floo
+    ],
+    "delta_bleu": [
+        ("metrics/index.md", "7d0d56b583fb"),  # | question | choice | why |
+        ("development.md", "071a268dcee5"),  # | metric | Pearson r | Spearman ρ | Kendall τ |
+        ("metrics/index.md", "2ac2305ebd26"),  # | unigram (count) | references containing it: w · min(count,
+        ("agreement.md", "cfec1c84726a"),  # | fixture | records | compared with | max \|Δ\| |
+        ("benchmarks.md", "a74173a1c31f"),  # | corpus | paper | galley | sacrebleu.corpus_bleu |
+    ],
+}
+
+
+def _tables(text: str) -> list[list[str]]:
+    """The Markdown tables of `text` outside fenced blocks and generated validation blocks, as lists of rows."""
+    text = re.sub(r"<!-- validation.*?<!-- /validation -->", "", text, flags=re.S)
+    out: list[list[str]] = []
+    rows: list[str] = []
+    fenced = False
+    for line in [*text.splitlines(), ""]:
+        fenced = fenced != line.lstrip().startswith("```")
+        if not fenced and line.strip().startswith("|") and line.strip().endswith("|"):
+            rows.append(line.strip())
+            continue
+        if len(rows) >= 3:
+            out.append(rows)
+        rows = []
+    return out
+
+
+def _digest(rows: list[str]) -> str:
+    import hashlib
+
+    return hashlib.sha1("\n".join(rows).encode("utf-8")).hexdigest()[:12]
+
+
+@pytest.mark.parametrize("card", sorted(MOVED_TABLES))
+def test_every_table_a_card_held_is_in_the_site(card):
+    """Nothing the cards held was lost: each moved table is on a page of the site, row for row."""
+    missing = []
+    for page, digest in MOVED_TABLES[card]:
+        found = {_digest(t): t[0] for t in _tables((REPO / "docs" / page).read_text(encoding="utf-8"))}
+        if digest not in found:
+            missing.append(f"docs/{page}: table {digest}")
+    assert not missing, (f"tables that cards/{card}.md held are gone or changed: {missing}; "
+                         f"a table changed on purpose gets its new digest here (_digest of its rows)")
+
+
+@pytest.mark.parametrize("slug", sorted(MOVED_TABLES))
+def test_a_card_is_a_metric_card_a_reader_can_take_in(slug):
+    """The evaluate template's sections, 300 lines at most; the studies, parity tables and timings are linked."""
+    text = (REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300, f"cards/{slug}.md has {len(text.splitlines())} lines; move detail to a page"
+    for section in ("## Metric Description", "## How to Use", "### Inputs", "### Output Values", "## Signature",
+                    "## Limitations and Bias", "## Citation"):
+        assert f"\n{section}\n" in text, f"cards/{slug}.md lacks {section}"
+    for page in ("agreement.md", "benchmarks.md"):
+        assert f"](../docs/{page}#" in text, f"cards/{slug}.md does not link docs/{page}"
