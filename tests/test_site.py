@@ -256,136 +256,16 @@ def test_movers_docs_into_an_unwritable_folder_is_one_line(tmp_path):
 
 
 def test_the_docs_extra_is_in_the_test_extra():
+    from packaging.requirements import Requirement
+
     tomllib = pytest.importorskip("tomllib")
     extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    assert set(extras["docs"]) <= set(extras["test"]), "CI installs the test extra: it must build the site"
 
-# The tables the metric cards held before they took the shape of a metric card (each card now has what a user of
-# the module needs; studies, parity tables and timings live on pages of their own). Each entry: the page that holds
-# the table now and a digest of its rows (`_digest`); the validation tables generated from cards/validation/*.json
-# are checked against their JSON by tests/test_bench.py instead.
-MOVED_TABLES = {
-    "moverscore": [
-        ("agreement.md", "4873bf0496f2"),  # | fixture | preset, options | records | max \|Δ\| | max \|Δ\
-        ("development.md", "5de0a00b418c"),  # | metric | Pearson r | Spearman ρ | Kendall τ | time (s) |
-        ("development.md", "2f69612579ab"),  # | metric | Pearson r | Spearman ρ | Kendall τ | time (s) |
-        ("development.md", "b04ce903568c"),  # | metric | Pearson r | Spearman ρ | Kendall τ | time (s) |
-        ("development.md", "49a6a0edb279"),  # | metric | Pearson r | Spearman ρ | Kendall τ | time (s) |
-        ("development.md", "a1252203673f"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "46a2e6723f1b"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("validation.md", "ac00f949c3d4"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
-        ("validation.md", "d0712c737bad"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
-        ("benchmarks.md", "46a15f895104"),  # | run | seconds | pairs/s |
-    ],
-    "sms": [
-        ("metrics/index.md", "892abd92703f"),  # | question | choice | why |
-        ("development.md", "6547fbfd4378"),  # | metric | criterion | Pearson r | Spearman ρ | Kendall τ |
-        ("agreement.md", "ebfe0cfa9129"),  # | fixture | variant | records | max rel. Δ distance, unflagg
-        ("development.md", "ef50acb5e08c"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "98e7bb9881b4"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "29a16682119d"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "34d689b408c7"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "ba90f2ec7a79"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "0034b85fd5e3"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "c2215ecf1c0c"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "657292451857"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("validation.md", "4b3029e5f74b"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
-        ("validation.md", "fb3bdbec5724"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
-        ("benchmarks.md", "0a3d8b3ff121"),  # | embedding | variant | seconds | pairs/s | encoder floor (s
-        ("benchmarks.md", "30a65df13549"),  # | sentences per side | kept words (distinct) per side | WMS
-    ],
-    "s_wms": [
-        ("development.md", "f72357f8ca2d"),  # | metric | criterion | Pearson r | Spearman ρ | Kendall τ |
-        ("agreement.md", "6ceb7f1dee76"),  # | fixture | variant | records | max rel. Δ distance, unflagg
-        ("development.md", "7a027ac59efe"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "7fcf127d04b8"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-    ],
-    "twmd": [
-        ("metrics/index.md", "a29602485ed3"),  # | mode | means subtracted | consequence |
-        ("development.md", "d4e522213327"),  # | metric | Pearson r | Spearman ρ | Kendall τ |
-        ("development.md", "c5429d7ff6fe"),  # | metric | Pearson r | Spearman ρ | Kendall τ |
-        ("agreement.md", "875a20d345f8"),  # | fixture | records | variant | centring | max \|Δ\| precisi
-        ("development.md", "d1c8d8c291ac"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "c9bff3ef47f7"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-    ],
-    "lazy_emd": [
-        ("agreement.md", "8a61828cfd72"),  # | (λc, λr) | what Lazy-EMD becomes | check |
-        ("development.md", "2d8843cb9b7b"),  # | metric | Pearson r | Spearman ρ | Kendall τ |
-        ("development.md", "472b5b05b834"),  # | metric | informativeness r | naturalness r | quality r |
-        ("agreement.md", "1808664ad1a8"),  # | candidate | Lazy-EMD (`"original"`) | similarity | mass mo
-        ("agreement.md", "588bd1e204ae"),  # | fixture | records | max \|Δ\| | median \|Δ\| | iterations
-        ("development.md", "c22ea9fedee5"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "6fc16d995609"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "ead4a3d6666b"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "7d5a2bca0a77"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "596e5c6a8269"),  # | setting | wmt15_16[800] (p) | bagel (s) | sfhotel[300] (s)
-        ("development.md", "9d92e0ffa432"),  # | setting | wmt15_16[800] (p) | bagel (s) | sfhotel[300] (s)
-        ("development.md", "63f239415ff7"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "f9c0a2294282"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "5ce44efe5dd6"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "cb2339a240ce"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "556a58ab6960"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "5d096b017071"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("development.md", "c426cc441c7f"),  # | setting | wmt15_16[800] (p) | stsb:dev[500] (p) | bagel (s
-        ("validation.md", "842a9113f848"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
-        ("validation.md", "b0c7d17bb67e"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
-        ("validation.md", "ace74b2f55ef"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
-        ("validation.md", "e2d489006908"),  # | setting | wmt17[700] (p) | sts12_16[600] (p) | stsb:test[5
-        ("benchmarks.md", "62a45bc0581c"),  # | (λc, λr), pairs | original iterations per pair (median) |
-        ("benchmarks.md", "dfd760e55485"),  # | strengths | movers total | its encoding | transport | floo
-    ],
-    "delta_bleu": [
-        ("metrics/index.md", "7d0d56b583fb"),  # | question | choice | why |
-        ("development.md", "071a268dcee5"),  # | metric | Pearson r | Spearman ρ | Kendall τ |
-        ("metrics/index.md", "2ac2305ebd26"),  # | unigram (count) | references containing it: w · min(count,
-        ("agreement.md", "cfec1c84726a"),  # | fixture | records | compared with | max \|Δ\| |
-        ("benchmarks.md", "a74173a1c31f"),  # | corpus | paper | galley | sacrebleu.corpus_bleu |
-    ],
-}
+    def expanded(extra: str) -> set[str]:  # `movers[a,b]` inside an extra brings extras a and b
+        out = set()
+        for line in extras[extra]:
+            req = Requirement(line)
+            out |= set().union(*(expanded(e) for e in req.extras)) if req.name == "movers" else {line}
+        return out
 
-
-def _tables(text: str) -> list[list[str]]:
-    """The Markdown tables of `text` outside fenced blocks and generated validation blocks, as lists of rows."""
-    text = re.sub(r"<!-- validation.*?<!-- /validation -->", "", text, flags=re.S)
-    out: list[list[str]] = []
-    rows: list[str] = []
-    fenced = False
-    for line in [*text.splitlines(), ""]:
-        fenced = fenced != line.lstrip().startswith("```")
-        if not fenced and line.strip().startswith("|") and line.strip().endswith("|"):
-            rows.append(line.strip())
-            continue
-        if len(rows) >= 3:
-            out.append(rows)
-        rows = []
-    return out
-
-
-def _digest(rows: list[str]) -> str:
-    import hashlib
-
-    return hashlib.sha1("\n".join(rows).encode("utf-8")).hexdigest()[:12]
-
-
-@pytest.mark.parametrize("card", sorted(MOVED_TABLES))
-def test_every_table_a_card_held_is_in_the_site(card):
-    """Nothing the cards held was lost: each moved table is on a page of the site, row for row."""
-    missing = []
-    for page, digest in MOVED_TABLES[card]:
-        found = {_digest(t): t[0] for t in _tables((REPO / "docs" / page).read_text(encoding="utf-8"))}
-        if digest not in found:
-            missing.append(f"docs/{page}: table {digest}")
-    assert not missing, (f"tables that cards/{card}.md held are gone or changed: {missing}; "
-                         f"a table changed on purpose gets its new digest here (_digest of its rows)")
-
-
-@pytest.mark.parametrize("slug", sorted(MOVED_TABLES))
-def test_a_card_is_a_metric_card_a_reader_can_take_in(slug):
-    """The evaluate template's sections, 300 lines at most; the studies, parity tables and timings are linked."""
-    text = (REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8")
-    assert len(text.splitlines()) <= 300, f"cards/{slug}.md has {len(text.splitlines())} lines; move detail to a page"
-    for section in ("## Metric Description", "## How to Use", "### Inputs", "### Output Values", "## Signature",
-                    "## Limitations and Bias", "## Citation"):
-        assert f"\n{section}\n" in text, f"cards/{slug}.md lacks {section}"
-    for page in ("agreement.md", "benchmarks.md"):
-        assert f"](../docs/{page}#" in text, f"cards/{slug}.md does not link docs/{page}"
+    assert set(extras["docs"]) <= expanded("test"), "CI installs the test extra: it must build the site"

@@ -161,8 +161,8 @@ class TextMetric(torchmetrics.Metric):
         for key in _STATES:
             value = getattr(this, key)
             setattr(this, key, value.to(device) if isinstance(value, torch.Tensor) else [t.to(device) for t in value])
-        this._computed = computed.to(device) if isinstance(computed, torch.Tensor) else computed
-        this._forward_cache = forwarded.to(device) if isinstance(forwarded, torch.Tensor) else forwarded
+        self._computed = computed.to(device) if isinstance(computed, torch.Tensor) else computed  # this is self
+        self._forward_cache = forwarded.to(device) if isinstance(forwarded, torch.Tensor) else forwarded
         return this
 
     def merge_state(self, incoming_state: dict[str, Any] | torchmetrics.Metric) -> None:
