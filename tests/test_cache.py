@@ -205,6 +205,7 @@ def test_torchmetrics_and_reward_objects_embed_repeated_references_once(surface,
     import pickle
 
     if surface == "torchmetrics":
+        pytest.importorskip("torchmetrics", reason="the lightning extra (in the test extra) is not installed")
         from movers.torchmetrics import MoverScore
 
         def make(**options):
