@@ -19,6 +19,7 @@ import pytest
 
 import movers
 
+from .cli_process import run_movers
 from .conftest import real_pairs, regrouped
 
 _ROOT = Path(movers.__file__).resolve().parents[1]  # the movers this process imported
@@ -29,11 +30,12 @@ _PATH = {"PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("P
     if "site-packages" not in _ROOT.parts else {}
 
 
-def run(*args: str, stdin: str | None = None, env: dict | None = None, cwd: Path | None = None):
+def run(*args: str, stdin: str | None = None, env: dict | None = None, cwd: Path | None = None, real: bool = False):
+    """``movers ARGS`` as a process of its own: forked from the tests' fork server (tests/cli_process.py), or
+    ``python -m movers`` itself with `real` (and where `env` changes what libraries read when imported)."""
     full_env = {**os.environ, **_PATH,
                 "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "movers", *args], input=stdin if stdin is not None else "",
-                          capture_output=True, text=True, env=full_env, cwd=cwd, timeout=600)
+    return run_movers(list(args), stdin=stdin if stdin is not None else "", env=full_env, cwd=cwd, real=real)
 
 
 def one_line_error(proc, prefix: str = "movers score: error: ") -> str:
@@ -85,7 +87,8 @@ def test_stdin_and_a_bootstrap_interval_of_the_mean(wmt):
     folder, hyps, refs, _ = wmt
     api = movers.moverscore(hyps, refs)
     ci = run("score", "-m", "moverscore", "-r", str(folder / "refs.txt"), "-f", "csv", "--confidence",
-             "--confidence-n", "200", "--seed", "7", stdin=(folder / "hyps.txt").read_text(encoding="utf-8"))
+             "--confidence-n", "200", "--seed", "7", stdin=(folder / "hyps.txt").read_text(encoding="utf-8"),
+             real=True)  # python -m movers itself, reading a pipe
     assert ci.returncode == 0, ci.stderr
     header, row = list(csv.reader(io.StringIO(ci.stdout)))
     got = dict(zip(header, row))
@@ -173,7 +176,7 @@ def test_bad_paths_options_and_files_give_one_line_errors(small, args, message, 
     (["-r", "r.txt", "-c", "h.txt", "--opt", "colour=red"], "--opt colour=red: unknown option 'colour'"),
 ])
 def test_one_line_errors_from_the_real_command(small, args, message):
-    line = one_line_error(run("score", "-m", "moverscore", *args, cwd=small))
+    line = one_line_error(run("score", "-m", "moverscore", *args, cwd=small, real=True))  # python -m movers
     assert message in line
 
 
@@ -188,7 +191,7 @@ def test_unknown_metric_is_a_usage_error(small):
 
 
 def test_version_and_plain_text_help():
-    proc = run("--version")
+    proc = run("--version", real=True)  # python -m movers itself
     assert proc.returncode == 0 and proc.stdout == f"movers {movers.__version__}\n"
     helptext = run("--help")
     assert helptext.returncode == 0 and "movers score" in helptext.stdout
