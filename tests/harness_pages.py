@@ -65,8 +65,9 @@ def lm_eval(folder: Path, model: Path) -> None:
 
 
 def inspect(folder: Path, model: Path) -> None:
-    import movers
     from inspect_ai.log import list_eval_logs, read_eval_log
+
+    import movers
 
     (folder / "task.py").write_text(
         "from inspect_ai import Task, task\nfrom inspect_ai.dataset import Sample\n\n\n@task\ndef pairs():\n"

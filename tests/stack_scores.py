@@ -20,8 +20,12 @@ def compare(newest: dict, lowest: dict, atol: float) -> list[str]:
         a, b = newest[key], lowest[key]
         if a["settings"] != b["settings"]:
             problems.append(f"{key}: signatures differ beyond versions:\n  {a['signature']}\n  {b['signature']}")
-        worst = max([abs(a["score"] - b["score"])] + [abs(x - y) for x, y in zip(a["scores"], b["scores"])])
-        if len(a["scores"]) != len(b["scores"]) or not worst <= atol:
+        if len(a["scores"]) != len(b["scores"]):
+            problems.append(f"{key}: {len(a['scores'])} and {len(b['scores'])} segment scores")
+            continue
+        pairs = zip([a["score"], *a["scores"]], [b["score"], *b["scores"]], strict=True)
+        worst = max(abs(x - y) for x, y in pairs)
+        if not worst <= atol:
             problems.append(f"{key}: max |Δ| {worst:.3g} > {atol}")
         else:
             print(f"{key}: max |Δ| {worst:.1e}")

@@ -19,7 +19,7 @@ import pytest
 
 import movers
 
-from .cli_process import run_movers
+from .cli_process import run_movers, run_python
 from .conftest import real_pairs, regrouped
 
 _ROOT = Path(movers.__file__).resolve().parents[1]  # the movers this process imported
@@ -271,9 +271,9 @@ def test_several_metrics_share_one_encoder_pass(wmt):
     """moverscore, twmd and lazy_emd use the same encoder: the model sees each unique text once."""
     folder, hyps, refs, _ = wmt
     env = {**os.environ, **_PATH}
-    proc = subprocess.run([sys.executable, "-c", COUNTING, "score", "-m", "moverscore", "-m", "twmd", "-m",
-                           "lazy_emd", "-r", str(folder / "refs.txt"), "-c", str(folder / "hyps.txt"), "-f", "json",
-                           "--per-segment"], capture_output=True, text=True, env=env, timeout=600)
+    proc = run_python(COUNTING, ["score", "-m", "moverscore", "-m", "twmd", "-m", "lazy_emd", "-r",
+                                 str(folder / "refs.txt"), "-c", str(folder / "hyps.txt"), "-f", "json",
+                                 "--per-segment"], env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == f"forward rows: {len(set(hyps + refs))}"  # not 3x
     out = json.loads(proc.stdout)
