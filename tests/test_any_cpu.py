@@ -68,7 +68,7 @@ def test_invariance_tests_pass_under_other_instruction_sets(setting, tmp_path):
         assert capability == want, (capability, want)
     report = tmp_path / "report.xml"
     run = subprocess.run([sys.executable, "-m", "pytest", "-m", "invariance", "-q", "-p", "no:cacheprovider",
-                          "--torch-threads", ",".join(map(str, threads)), "--deselect", HEAVY,
+                          "-n", "0", "--torch-threads", ",".join(map(str, threads)), "--deselect", HEAVY,
                           f"--junitxml={report}", *_files_with_invariance_tests()],
                          env=env, cwd=REPO, capture_output=True, text=True, timeout=1800)
     tail = run.stdout[-6000:] + run.stderr[-2000:]
