@@ -45,9 +45,10 @@ def test_transport_threads_option_and_environment(monkeypatch):
     assert parallel.transport_threads() == torch.get_num_threads()
     monkeypatch.setenv(parallel.THREADS_ENV, "3")
     assert parallel.transport_threads() == 3 and parallel.transport_threads(5) == 5
-    monkeypatch.setenv(parallel.THREADS_ENV, "many")
-    with pytest.raises(ValueError, match=r"\$MOVERS_TRANSPORT_THREADS must be an integer >= 1, got 'many'"):
-        parallel.transport_threads()
+    for bad in ("many", "²", "0", "-2", "3.5"):  # "²".isdigit() is True, int("²") fails: still named
+        monkeypatch.setenv(parallel.THREADS_ENV, bad)
+        with pytest.raises(ValueError, match=rf"\$MOVERS_TRANSPORT_THREADS must be an integer >= 1, got '{bad}'"):
+            parallel.transport_threads()
     monkeypatch.delenv(parallel.THREADS_ENV)
     with pytest.raises(ValueError, match=r"moverscore: `transport_threads` must be .*>= 1"):
         movers.moverscore(PREDS[:1], REFS[:1], transport_threads=0)
