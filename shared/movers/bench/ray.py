@@ -11,7 +11,8 @@ separate process first, so the Ray driver reads nothing itself. Each measurement
   thread; a third logical CPU runs the Parquet reads and writes), both passes and the Parquet write of the
   scored rows, timed from the call to the written files (actors start and load their encoder inside that
   time). Peak memory: the driver's ``ru_maxrss``, and each worker process's ``VmHWM`` (peak resident set),
-  read from /proc every 0.5 s while it lives.
+  read from /proc every 0.5 s while it lives, with the largest resident set and private memory (``RssAnon``:
+  without the pages of Ray's shared object store that a worker has read) seen under each kind of task.
 
 Besides wall time, each mode's CPU seconds (user + system: the process; the driver and every process of the
 cluster), with waiting threads asleep rather than spinning (``OMP_WAIT_POLICY=PASSIVE`` in both modes): on a
@@ -64,6 +65,9 @@ class _Watch:
         self.cpu: dict[int, tuple[float, float]] = {}  # pid -> (at start or 0, last seen), seconds
         self.titles: dict[int, str] = {}  # pid -> what it last ran (a Ray worker's title, else its program)
         self.rss: dict[str, float] = {}  # a Ray worker's title -> the largest resident set seen under it, MB
+        # the same for its private memory (RssAnon): the resident set also counts the pages of Ray's shared
+        # object store that the worker has read, which Ray's memory guide says to leave out of a worker's heap
+        self.anon: dict[str, float] = {}
         self.own = 0.0
         self._stop = threading.Event()
         self._first = True
@@ -128,6 +132,8 @@ class _Watch:
                 self.peaks[pid] = max(self.peaks.get(pid, 0.0), int(line.split()[1]) / 1024.0)
             elif line.startswith("VmRSS:"):
                 self.rss[title] = max(self.rss.get(title, 0.0), round(int(line.split()[1]) / 1024.0))
+            elif line.startswith("RssAnon:"):
+                self.anon[title] = max(self.anon.get(title, 0.0), round(int(line.split()[1]) / 1024.0))
 
 
 def _cpu_seconds() -> float:
@@ -188,6 +194,7 @@ def _child(mode: str, metric: str, folder: str, out: str, reader: str = "default
             kinds[kind] = round(max(kinds.get(kind, 0.0), peak))
         result["worker_peak_mb_by_kind"] = kinds
         result["worker_rss_mb_by_task"] = dict(sorted(watch.rss.items(), key=lambda kv: -kv[1]))
+        result["worker_private_mb_by_task"] = dict(sorted(watch.anon.items(), key=lambda kv: -kv[1]))
         result["workers"] = len(watch.peaks)
     result["driver_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     Path(out).write_text(json.dumps(result))
@@ -243,8 +250,9 @@ def main(argv: list[str]) -> int:
             m = _measure("ray", args.metric, folder, args.reader)
             results["memory"][n] = m
             print(f"{args.metric}, {n} pairs on Ray: peak per worker {m['worker_peak_mb']:.0f} MB "
-                  f"({m['workers']} worker processes: {m['worker_peaks_mb']}), driver {m['driver_peak_mb']:.0f} MB, "
-                  f"{m['pairs'] / m['seconds']:.1f} pairs/s", flush=True)
+                  f"({m['workers']} worker processes: {m['worker_peaks_mb']}; private at most "
+                  f"{max(m['worker_private_mb_by_task'].values(), default=0.0):.0f} MB), driver "
+                  f"{m['driver_peak_mb']:.0f} MB, {m['pairs'] / m['seconds']:.1f} pairs/s", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
