@@ -101,3 +101,116 @@ def test_length_benchmark_pairs_and_table(capsys, tmp_path):
     row = saved["rows"]["30"]
     assert set(row) == {"floor", "windows", "moverscore", "delta_bleu"} and row["delta_bleu"]["transport"] == 0
     assert 0 < row["moverscore"]["transport"] < row["moverscore"]["seconds"] and row["floor"]["peak_rss_mb"] > 100
+
+
+# ----------------------------------------------------------------------------- reading a text longer than the window
+
+def test_window_ranges_by_size_and_overlap():
+    """Hand-computed ranges over 1,200 content tokens of the bundled MiniLM (512 positions: 510 content tokens)."""
+    from movers.text.embedding import Encoder
+
+    half, quarter, side = Encoder(), Encoder(window_overlap=0.25), Encoder(window_overlap=0.0)
+    assert (half.span, half.stride, quarter.stride, side.stride) == (510, 255, 382, 510)
+    assert half.windows(1200) == [(0, 510), (255, 765), (510, 1020), (765, 1200)]
+    assert quarter.windows(1200) == [(0, 510), (382, 892), (764, 1200)]
+    assert side.windows(1200) == [(0, 510), (510, 1020), (1020, 1200)]
+    small = Encoder(window_size=256)
+    assert (small.span, small.stride) == (254, 127) and small.windows(300) == [(0, 254), (127, 300)]
+    assert Encoder(long_texts="truncate", window_size=256).windows(300) == [(0, 254)]
+    assert half.windows(510) == [(0, 510)] and half.windows(0) == [(0, 0)]
+    assert (half.windows_label, side.windows_label, small.windows_label) == ("window", "window[512,o=0]",
+                                                                             "window[256,o=0.5]")
+    assert Encoder(long_texts="truncate", window_size=256).windows_label == "truncate[256]"
+    with pytest.raises(ValueError, match="window_size"):
+        Encoder(window_size=4)
+    with pytest.raises(ValueError, match="window_overlap"):
+        Encoder(window_overlap=1.0)
+    with pytest.raises(ValueError, match="exceeds the 512 positions"):
+        Encoder(window_size=1024).load()
+
+
+def test_windows_without_overlap_are_separate_forward_passes():
+    """Windows side by side: each token's vector is the one the model gives it inside its own window (a forward
+    pass over that window alone, with the special tokens around it), and the vectors are cached per setting."""
+    import torch
+
+    from movers.text.embedding import Encoder
+
+    text = " ".join(PREDS[:5] * 14)  # ~660 content tokens: two windows
+    enc = Encoder(window_overlap=0.0)
+    ids = enc.tokenize([text])[0]
+    assert 510 < len(ids) < 1020
+    got = enc.embed([text]).vectors[0]
+    bb = enc.backbone
+    with torch.inference_mode():
+        second = bb.model(input_ids=torch.tensor([bb.with_specials(ids[510:])])).last_hidden_state[0]
+        first = bb.model(input_ids=torch.tensor([bb.with_specials(ids[:510])])).last_hidden_state[0]
+    assert got.shape[0] == len(ids) + 2
+    torch.testing.assert_close(got[1:511], first[1:511], atol=1e-5, rtol=0)
+    torch.testing.assert_close(got[511:-1], second[1:-1], atol=1e-5, rtol=0)
+    torch.testing.assert_close(got[-1], second[-1], atol=1e-5, rtol=0)  # [SEP] from the last window
+    assert enc.cache_namespace != Encoder().cache_namespace != Encoder(window_size=256).cache_namespace
+
+
+def test_a_long_call_prints_no_tokenizer_length_warning():
+    """transformers warns once per tokenizer that ids longer than the model's 512 positions "will result in
+    indexing errors"; movers tokenises whole texts but never feeds the model more than a window, so a 2,000-word
+    call (in a fresh process, where the warning has not been spent yet) prints nothing of the kind."""
+    import subprocess
+    import sys
+
+    code = ("import movers\n"
+            "words = ' '.join(['The committee approved the new budget after a long debate on Friday.'] * 180)\n"
+            "assert len(words.split()) == 2160\n"
+            "print(round(movers.moverscore([words], [words[:4000]]).scores[0], 3))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout + out.stderr
+    assert "sequence length is longer" not in text and "indexing errors" not in text, text[-2000:]
+    assert float(out.stdout.strip().splitlines()[-1]) > 0
+
+
+# ----------------------------------------------------------------------------- a short text against a long one
+
+def test_partial_emd_is_the_linear_program():
+    """Expected values: scipy's LP solver (HiGHS) on min <P, C>, P >= 0, P1 <= a, Pᵀ1 <= b, sum P = min masses."""
+    from scipy.optimize import linprog
+
+    from movers.core.transport import emd, partial_emd
+
+    rng = np.random.default_rng(1)
+    for n, m in [(3, 7), (6, 2), (5, 5)]:
+        a, b, c = rng.random(n), 2 * rng.random(m), rng.random((n, m))
+        flow = min(a.sum(), b.sum())
+        bounds = np.vstack([np.kron(np.eye(n), np.ones(m)), np.kron(np.ones(n), np.eye(m))])
+        lp = linprog(c.ravel(), A_ub=bounds, b_ub=np.concatenate([a, b]), A_eq=np.ones((1, n * m)), b_eq=[flow])
+        got = partial_emd(a, b, c)
+        assert float(got.cost) == pytest.approx(lp.fun / flow, abs=1e-9)
+        assert got.plan.sum() == pytest.approx(1.0) and (got.plan.sum(1) <= a / flow + 1e-12).all()
+    a, b = rng.random(4), rng.random(4)
+    b *= a.sum() / b.sum()
+    c = rng.random((4, 4))
+    assert float(partial_emd(a, b, c).cost) == pytest.approx(float(emd(a / a.sum(), b / b.sum(), c).cost), abs=1e-12)
+    with pytest.raises(ValueError, match="positive total"):
+        partial_emd(np.zeros(2), np.ones(2), np.ones((2, 2)))
+
+
+def test_partial_masses_leave_the_rest_of_the_long_text_free():
+    """Hand computation: a one-token text against that token and an orthogonal one. Normalised masses move half
+    the mass across |e1 - e2| = sqrt(2) (d = sqrt(2)/2); partial transport moves the one token onto itself (d = 0)."""
+    from movers.core.histogram import Histogram
+    from movers.metrics.moverscore import moverscore_from_embeddings
+    from movers.metrics.sms import sms_from_embeddings
+
+    e1, e2 = [1.0, 0.0], [0.0, 1.0]
+    short = Histogram(["a"], np.ones(1), np.array([e1]))
+    long = Histogram(["a", "b"], np.ones(2), np.array([e1, e2]))
+    whole = moverscore_from_embeddings(short, long, transform="d")
+    part = moverscore_from_embeddings(short, long, transform="d", masses="partial", return_plan=True)
+    assert whole.distance == pytest.approx(2 ** 0.5 / 2, abs=1e-12) and part.distance == pytest.approx(0, abs=1e-12)
+    np.testing.assert_allclose(part.plan, [[1.0, 0.0]], atol=1e-12)
+    assert sms_from_embeddings(short, long, masses="partial").score == pytest.approx(1.0, abs=1e-12)
+    out = movers.moverscore(["The cat sat."], ["The cat sat. The dog barked at the mailman all day."],
+                            masses="partial")
+    assert "|ot:emd-partial|" in out.signature and out.scores[0] > movers.moverscore(
+        ["The cat sat."], ["The cat sat. The dog barked at the mailman all day."]).scores[0]
