@@ -150,6 +150,15 @@ def test_windows_without_overlap_are_separate_forward_passes():
     torch.testing.assert_close(got[511:-1], second[1:-1], atol=1e-5, rtol=0)
     torch.testing.assert_close(got[-1], second[-1], atol=1e-5, rtol=0)  # [SEP] from the last window
     assert enc.cache_namespace != Encoder().cache_namespace != Encoder(window_size=256).cache_namespace
+    # A text that fits one window reads the same under every setting: the cache keeps one entry for it.
+    from movers.text.embedding_cache import EmbeddingCache, using_cache
+
+    cache = EmbeddingCache()
+    with using_cache(cache):
+        Encoder().embed([PREDS[0], text])
+        again = enc.embed([PREDS[0], text])
+    assert cache.info().entries == 3 and cache.info().hits == 1  # the short text; the long one once per setting
+    torch.testing.assert_close(again.vectors[1], got, atol=1e-5, rtol=0)
 
 
 def test_a_long_call_prints_no_tokenizer_length_warning():

@@ -364,6 +364,7 @@ class Encoder:
         self.window_overlap = float(window_overlap)
         self._layer = layer
         self._namespace: str | None = None
+        self._single_namespace: str | None = None
 
     def load(self) -> Encoder:
         """Load the model now and check the layer and window against it (a bad model, layer or window fails
@@ -489,9 +490,11 @@ class Encoder:
             return self._embed(texts, batch_size=batch_size, verbose=verbose)
         memo: dict[str, Row] = {} if memos is None else memos.setdefault(id(self), (self, {}))[1]
         missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        spaces: dict[str, list[str]] = {}
         if missing and cache is not None:
-            namespace = self.cache_namespace
-            memo.update(cache.get(namespace, missing))
+            spaces = self._namespaces(missing)
+            for namespace, group in spaces.items():
+                memo.update(cache.get(namespace, group))
             missing = [t for t in missing if t not in memo]
         if missing:
             new = self._embed(missing, batch_size=batch_size, verbose=verbose)
@@ -499,30 +502,53 @@ class Encoder:
                     enumerate(missing)}
             memo.update(rows)
             if cache is not None:
-                cache.put(namespace, rows)
+                for namespace, group in spaces.items():
+                    part = {t: rows[t] for t in group if t in rows}
+                    if part:
+                        cache.put(namespace, part)
         found = [memo[t] for t in texts]
         return TokenEmbeddings(tokens=[r[0] for r in found], ids=[r[1] for r in found],
                                special=[r[2] for r in found], vectors=[r[3] for r in found])
 
+    def _namespaces(self, texts: Sequence[str]) -> dict[str, list[str]]:
+        """The cache namespace of each text: a text that fits one window is read in one forward pass under
+        every long-text setting, so it is keyed by the namespace all of them share (switching `long_texts`,
+        `window_size` or `window_overlap` reuses it); a longer one by this encoder's own."""
+        span, out = self.span, {}  # type: ignore[var-annotated]
+        for text, ids in zip(texts, self.tokenize(texts), strict=True):
+            key = self.single_pass_namespace if len(ids) <= span else self.cache_namespace
+            out.setdefault(key, []).append(text)
+        return out
+
     @property
     def cache_namespace(self) -> str:
-        """What an embedding cache keys this encoder's vectors by, besides the text: a SHA-256 of the model
-        files' content fingerprint and name (with revision), the layers and their aggregation, dtype, device
-        type, window and long-text handling, and the torch and transformers versions. Computed once per
-        encoder (its model is loaded once per process)."""
+        """What an embedding cache keys this encoder's vectors of a text longer than one window by, besides the
+        text: a SHA-256 of the model files' content fingerprint and name (with revision), the layers and their
+        aggregation, dtype, device type, window and long-text handling, and the torch and transformers
+        versions. Computed once per encoder (its model is loaded once per process). A text that fits one
+        window is keyed by :attr:`single_pass_namespace`."""
         if self._namespace is None:
-            self._namespace = self._cache_facts()
+            self._namespace = self._cache_facts(single_pass=False)
         return self._namespace
 
-    def _cache_facts(self) -> str:
+    @property
+    def single_pass_namespace(self) -> str:
+        """The namespace of a text that fits one window: :attr:`cache_namespace` without the long-text handling,
+        which does not change its vectors (one forward pass under every setting)."""
+        if self._single_namespace is None:
+            self._single_namespace = self._cache_facts(single_pass=True)
+        return self._single_namespace
+
+    def _cache_facts(self, *, single_pass: bool) -> str:
         import transformers
 
         bb = self.backbone
         facts = {"format": 1, "model": bb.name, "files": model_fingerprint(bb.path), "layers": list(self.layers),
                  "aggregation": "single" if isinstance(self._layer, int) else "pmeans[min,mean,max]",
                  "dtype": str(self.dtype), "device": self.device.type, "window": bb.window,
-                 "long_texts": self.long_texts, "torch": torch.__version__, "transformers": transformers.__version__}
-        if self.window_size is not None or self.window_overlap != 0.5:  # the default keeps its keys
+                 "long_texts": "one-window" if single_pass else self.long_texts, "torch": torch.__version__,
+                 "transformers": transformers.__version__}
+        if not single_pass and (self.window_size is not None or self.window_overlap != 0.5):
             facts.update(window_size=self.window_size, window_overlap=self.window_overlap)
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
 
