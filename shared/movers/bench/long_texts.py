@@ -433,8 +433,12 @@ def main(argv: list[str] | None = None) -> int:
         figures = json.loads(Path(args.render).read_text())
         for path, block in render(figures, repo).items():
             if args.write:
-                path.write_text(sync(path.read_text(encoding="utf-8"), block, str(path)), encoding="utf-8")
+                new = sync(path.read_text(encoding="utf-8"), block, str(path))
+                path.write_text(new, encoding="utf-8")
                 print(f"wrote {path}")
+                copy = repo / "metrics" / path.stem / "README.md"  # a card's copy in its evaluate module folder
+                if path.parent.name == "cards" and copy.parent.is_dir():
+                    copy.write_text(new, encoding="utf-8")
             else:
                 print(f"## {path}\n\n{block}\n")
         return 0
