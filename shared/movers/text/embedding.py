@@ -541,7 +541,7 @@ class Encoder:
         """The cache namespace of each text: a text that fits one window is read in one forward pass under
         every long-text setting, so it is keyed by the namespace all of them share (switching `long_texts`,
         `window_size` or `window_overlap` reuses it); a longer one by this encoder's own."""
-        span, out = self.span, {}  # type: ignore[var-annotated]
+        span, out = self.span, dict[str, list[str]]()
         for text, ids in zip(texts, self.tokenize(texts), strict=True):
             key = self.single_pass_namespace if len(ids) <= span else self.cache_namespace
             out.setdefault(key, []).append(text)
