@@ -2,8 +2,8 @@
 
 The reference outputs of the original implementations are part of the repository (tests/reference/, with the
 README that says how each was produced), so every parity test runs from a bare clone. The human-judgment data
-sets are not (their licences): they are read from $MOVERS_SHARED/data, else ../shared/data beside the checkout,
-and a test that needs one skips naming it.
+sets are not (their licences): they are read from $MOVERS_DATA, else ../shared/data beside the checkout, and a test
+that needs one skips naming it.
 """
 from __future__ import annotations
 
@@ -29,9 +29,11 @@ atexit.register(shutil.rmtree, os.environ["HF_HOME"], ignore_errors=True)
 os.environ.pop("HF_MODULES_CACHE", None)
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("MOVERS_SHARED", REPO.parent / "shared"))
 REFERENCE = REPO / "tests" / "reference"   # the originals' outputs, committed (tests/reference/README.md)
-DATA = SHARED / "data"
+# The human-judgment data sets: $MOVERS_DATA (the variable `movers bench` reads), else $MOVERS_SHARED/data, else
+# ../shared/data beside the checkout. Subprocesses (the bench commands) are pointed at the same folder.
+DATA = Path(os.environ.get("MOVERS_DATA") or Path(os.environ.get("MOVERS_SHARED", REPO.parent / "shared")) / "data")
+os.environ.setdefault("MOVERS_DATA", str(DATA))
 
 # Tolerances (see tests/reference/README.md).
 ATOL_COUNT = 1e-9       # counting metrics (ΔBLEU)
@@ -39,6 +41,38 @@ ATOL_EMD = 1e-7         # exact EMD costs, float64
 ATOL_SINKHORN = 1e-5    # entropic / unbalanced solvers
 ATOL_MODEL = 1e-4       # model scores vs the original implementation (MoverScore issue: 1e-4)
 ATOL_IDENTICAL = 1e-3   # MoverScore records whose hypothesis equals its reference (original's float32 noise)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--torch-threads", default="", metavar="N,M",
+                     help="run every test once per torch thread count (torch.set_num_threads, and OMP_NUM_THREADS "
+                          "and MKL_NUM_THREADS for the subprocesses it starts); tests/test_any_cpu.py uses it")
+
+
+def pytest_generate_tests(metafunc):
+    counts = metafunc.config.getoption("--torch-threads")
+    if counts and "torch_threads" in metafunc.fixturenames:
+        metafunc.parametrize("torch_threads", [int(n) for n in counts.split(",")], indirect=True,
+                             ids=lambda n: f"{n}thread")
+
+
+@pytest.fixture(autouse=True)
+def torch_threads(request, monkeypatch):
+    """The torch thread count of this test when ``--torch-threads`` is given (else torch's own, untouched)."""
+    count = getattr(request, "param", None)
+    if count is None:
+        yield None
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    monkeypatch.setenv("OMP_NUM_THREADS", str(count))
+    monkeypatch.setenv("MKL_NUM_THREADS", str(count))
+    try:
+        yield count
+    finally:
+        torch.set_num_threads(before)
 
 
 def regrouped(expected):
@@ -56,11 +90,34 @@ def reference_records(name: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def real_pairs(group: str, n: int | None = None) -> tuple[list[str], list[str]]:
+    """The first `n` (hypothesis, reference) pairs of fixture group `group` (bagel, stsb_dev, wmt15_16, summeval):
+    real texts of the development sets, committed with the fixtures, for tests that need real pairs but are not
+    about a data set."""
+    records = [r for r in reference_records("bertscore_L6_idf-off") if r["group"] == group][:n]
+    assert records, f"no fixture records of group {group!r}"
+    return [r["hypothesis"] for r in records], [r["reference"] for r in records]
+
+
+def dialogue_systems() -> tuple[dict[str, list[str]], list[list[str]]]:
+    """The dialogue fixture as systems: {system: its 8 responses}, and the 4 reference streams (8 contexts of
+    DailyDialog, 5 responders: CVAEf, dualencoder_train, hredf, human, seq2seqf), in the fixture's order."""
+    records = reference_records("dbleu_dailydialog_segments")
+    contexts = list(dict.fromkeys(r["context_id"] for r in records))
+    by_system: dict[str, dict[str, dict]] = {}
+    for r in records:
+        by_system.setdefault(r["system"], {})[r["context_id"]] = r
+    systems = {name: [rows[c]["hypothesis"] for c in contexts] for name, rows in by_system.items()}
+    first = next(iter(by_system.values()))
+    streams = [[first[c]["references"][k] for c in contexts] for k in range(len(first[contexts[0]]["references"]))]
+    return systems, streams
+
+
 def data_path(name: str) -> Path:
     path = DATA / name
     if not path.exists():
-        pytest.skip(f"data set {name} not found in {DATA} (human-judgment data, not in the repository: "
-                    f"set MOVERS_SHARED to the folder holding data/, or place it at ../shared beside the checkout)")
+        pytest.skip(f"data set {name} not found in {DATA} (human-judgment data, not in the repository: set "
+                    f"MOVERS_DATA to a folder holding it, or place it at ../shared/data beside the checkout)")
     return path
 
 

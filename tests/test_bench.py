@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -279,9 +280,16 @@ def test_correlation_cli_counts_skipped_records(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MOVERS_DATA", str(_toy(tmp_path, [[1, None, 3], [2, 4, 1], [5, 3, 2], [6, 4, 5]])))
     assert main(["bench", "correlation", "--data", "toy", "--metric", "sentbleu", "--bootstrap", "20",
                  "--out", str(tmp_path / "out")]) == 0
-    assert "1 record without a quality score skipped" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "1 record without a quality score skipped" in printed
     saved = json.loads((tmp_path / "out" / "correlation_toy.json").read_text())
     assert saved["counts"]["quality"]["skipped"] == 1 and saved["counts"]["quality"]["units"] == {"all": 11}
+    # the report is its JSON rendered: what `--render` prints from the saved file (and the docs include)
+    from movers.bench.correlation import render
+
+    assert printed.startswith(render(saved)) and printed[len(render(saved)):].startswith("saved ")
+    assert main(["bench", "correlation", "--render", str(tmp_path / "out" / "correlation_toy.json")]) == 0
+    assert capsys.readouterr().out == render(saved)
 
 
 def test_correlation_negates_distances_so_every_row_reads_the_same_way(tmp_path, capsys, monkeypatch):
@@ -563,13 +571,19 @@ def test_systems_benchmark_runs_every_scenario(tmp_path, capsys):
                  str(tmp_path / "s.json")]) == 0
     out = capsys.readouterr().out
     assert "2 systems x 6 inputs" in out and "Scores equal in every scenario to float32 rounding" in out
-    rows = json.loads((tmp_path / "s.json").read_text())["rows"]
+    from movers.bench.systems import render  # the report is its JSON rendered (what the docs include)
+
+    saved = json.loads((tmp_path / "s.json").read_text())
+    assert out == render(saved)
+    assert main(["bench", "systems", "--render", str(tmp_path / "s.json")]) == 0
+    assert capsys.readouterr().out == out
+    rows = saved["rows"]
     assert rows["one-by-one"]["texts"] == sum(per_call)
     assert rows["one-by-one-cache"]["texts"] == rows["one-run"]["texts"] == once
     assert len(rows["evaluations"]["evaluations"]) == 2
 
 
-# ---------------------------------------------------------------- issue 22: the final validation tables
+# ---------------------------------------------------------------- the final validation tables
 
 def test_validation_rows_come_from_the_declarations():
     """Rows: BERTScore first, then each metric that declares original_options, at its default and, where the
@@ -601,7 +615,7 @@ def test_validation_render_marks_intervals_and_flips_the_original_pair():
     """A hand-made run: a difference whose interval excludes 0 gets '*'; the default − original row is the
     negated (original − default) pair with its interval's ends swapped; the summary picks the best default and
     says whether its paired interval reaches 0."""
-    from movers.bench.validation import BEGIN, END, render_card, render_summary
+    from movers.bench.validation import BEGIN, END, begin, render_headline, render_summary, render_tables
 
     level = {"sets": {"a": {"n": 10, "statistic": "pearson", "metrics": {
         "BERTScore F1": _figure(0.5, 0.4, 0.6), "M": _figure(0.55, 0.45, 0.65, 0.05, 0.01, 0.09),
@@ -613,34 +627,42 @@ def test_validation_render_marks_intervals_and_flips_the_original_pair():
     run = {"encoder": "enc", "model": "bundled", "rows": ["BERTScore F1", "M", "M original", "S"],
            "originals": {"M original": "M"}, "levels": {"segment": level, "system": level},
            "default_vs_original": {"segment": {"M": pair}, "system": {"M": pair}}}
-    card = render_card([run], "M")
-    assert card.startswith(BEGIN) and card.endswith(END) and "| S |" not in card
-    assert "| M | enc | 0.550 [0.450, 0.650] | 0.550 [0.450, 0.650] |" in card
-    assert "| M | enc | +0.050 [+0.010, +0.090]* | +0.050 [+0.010, +0.090]* |" in card
-    assert "| M original | enc | -0.050 [-0.080, +0.020] |" in card
-    assert "| M − M original | enc | +0.100 [+0.040, +0.150]* | +0.100 [+0.040, +0.150]* |" in card
+    tables = render_tables([run], "M", "m")
+    assert tables.startswith(begin("m")) and tables.endswith(END) and "| S |" not in tables
+    assert "| M | enc | 0.550 [0.450, 0.650] | 0.550 [0.450, 0.650] |" in tables
+    assert "| M | enc | +0.050 [+0.010, +0.090]* | +0.050 [+0.010, +0.090]* |" in tables
+    assert "| M original | enc | -0.050 [-0.080, +0.020] |" in tables
+    assert "| M − M original | enc | +0.100 [+0.040, +0.150]* | +0.100 [+0.040, +0.150]* |" in tables
+    headline = render_headline([run], "M")  # the card's one table: values beside BERTScore, the mean's difference
+    assert headline.startswith(BEGIN) and headline.endswith(END) and "original" not in headline
+    assert "| set | BERTScore F1, enc | M, enc |" in headline and "| a (p) | 0.500 | 0.550 |" in headline
+    assert "| mean (− BERTScore) | 0.500 | 0.550 (+0.050 [+0.010, +0.090]*) |" in headline
     summary = render_summary([run])
     assert "| a (p) | enc | 0.500 [0.400, 0.600] | M 0.550 [0.450, 0.650] | +0.050 [+0.010, +0.090]* | yes |" \
         in summary and "enc 1 of 1 sets" in summary
 
 
 def test_validation_blocks_are_the_saved_figures():
-    """Each validated metric's card and the benchmarks page hold the blocks rendered from cards/validation/*.json: run
+    """Each validated metric's card (its headline) and the validation page (the summary and every metric's full
+    tables) hold the blocks rendered from cards/validation/*.json: run
     `movers bench validation --render cards/validation --write` after a new validation run."""
     import movers
-    from movers.bench.validation import SUMMARY_PAGE, load_results, render_card, render_summary, sync
+    from movers.bench.validation import (PAGE, SUMMARY, load_results, render_headline, render_summary, render_tables,
+                                         sync)
 
     from .conftest import REPO
 
     runs = load_results(REPO / "cards" / "validation")
     assert [r["model"] for r in runs][:1] == ["bundled"] and len(runs) >= 2
+    page = (REPO / PAGE).read_text(encoding="utf-8")
+    assert sync(page, render_summary(runs), PAGE, SUMMARY) == page, f"{PAGE}: stale summary block"
     for slug in movers.metrics.slugs():
         spec = movers.metrics.get(slug)
         if spec.original_options is not None:
             card = (REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8")
-            assert sync(card, render_card(runs, spec.title), slug) == card, f"cards/{slug}.md: stale validation block"
-    page = (REPO / SUMMARY_PAGE).read_text(encoding="utf-8")
-    assert sync(page, render_summary(runs), SUMMARY_PAGE) == page, f"{SUMMARY_PAGE}: stale validation block"
+            assert sync(card, render_headline(runs, spec.title), slug) == card, f"cards/{slug}.md: stale headline"
+            tables = render_tables(runs, spec.title, slug)
+            assert sync(page, tables, PAGE, slug) == page, f"{PAGE}: stale {slug}"
 
 
 def test_validation_plot_draws_every_encoder(tmp_path):
@@ -648,7 +670,7 @@ def test_validation_plot_draws_every_encoder(tmp_path):
     PNG is rewritten by `--render --write`)."""
     from PIL import Image
 
-    from movers.bench.validation import PLOT, SUMMARY_PAGE, load_results, render_plot
+    from movers.bench.validation import PAGE, PLOT, load_results, render_plot
 
     from .conftest import REPO
 
@@ -656,7 +678,7 @@ def test_validation_plot_draws_every_encoder(tmp_path):
     render_plot(runs, tmp_path / PLOT)
     with Image.open(tmp_path / PLOT) as fresh, Image.open(REPO / "cards" / PLOT) as committed:
         assert fresh.size == committed.size and fresh.size[0] > 500 * len(runs)
-    assert f"](../cards/{PLOT})" in (REPO / SUMMARY_PAGE).read_text(encoding="utf-8")  # docs/ -> cards/
+    assert f"](../cards/{PLOT})" in (REPO / PAGE).read_text(encoding="utf-8")  # docs/ -> cards/
 
 
 @pytest.mark.slow
@@ -676,3 +698,29 @@ def test_validation_figures_recompute(tmp_path):
         assert fresh[label]["value"] == pytest.approx(saved[label]["value"], abs=1e-6)
         assert fresh[label]["ci"] == pytest.approx(saved[label]["ci"], abs=1e-6)
     assert fresh["TWMD"]["delta_ci"] == pytest.approx(saved["TWMD"]["delta_ci"], abs=1e-6)
+
+
+_REPORT = re.compile(r"<!-- bench (?P<command>correlation|systems): generated from (?P<json>\S+) by "
+                     r"`movers bench (?P=command) --render \S+(?: --heading (?P<heading>\d))?` -->\n(?P<body>.*?)"
+                     r"<!-- /bench (?P=command) -->", re.S)
+
+
+@pytest.mark.parametrize("page", ["benchmarks.md", "cli.md"])
+def test_the_pages_show_saved_runs_as_the_commands_report_them(page):
+    """The pages include real `movers bench correlation` / `bench systems` runs as Markdown tables (not console
+    output), rendered from each run's saved JSON by the command's own report (`--render FILE`): kept equal here."""
+    from movers.bench import correlation, systems
+
+    from .conftest import REPO
+
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
+    blocks = list(_REPORT.finditer(text))
+    assert blocks, f"docs/{page} has no generated bench block"
+    for block in blocks:
+        saved = json.loads((REPO / block.group("json")).read_text(encoding="utf-8"))
+        if block.group("command") == "correlation":
+            want = correlation.render(saved, int(block.group("heading") or 2))
+        else:
+            want = systems.render(saved)
+        assert want.strip("\n") == block.group("body").strip("\n"), (
+            f"docs/{page}: the block differs from {block.group('json')}; rewrite it from the command's --render")

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ import movers
 from movers.text.embedding import Encoder, token_batches
 from movers.text.embedding_cache import EmbeddingCache, using_cache
 
+from .cli_process import run_movers, run_python
 from .conftest import REPO, regrouped
 
 PREDS = ["The cat sat on the mat.", "A quick brown fox jumps over the lazy dog.", "He went to the store."]
@@ -91,10 +93,9 @@ torch.save(vectors, {str(tmp_path / 'v.pt')!r})
 print(json.dumps({{"loads": len(loads), "score": score, "hits": cache.info().hits}}))
 """
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    first = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                                      check=True, cwd=REPO).stdout)
-    second = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                                       check=True, cwd=REPO).stdout)
+    runs = [run_python(script, env=env, cwd=REPO) for _ in range(2)]  # two processes, one after the other
+    assert all(r.returncode == 0 for r in runs), [r.stderr[-2000:] for r in runs]
+    first, second = (json.loads(r.stdout) for r in runs)
     assert first["loads"] == 1 and first["hits"] == len(texts)  # the metric reads what embed() stored
     assert second["loads"] == 0 and second["hits"] == len(texts) * 2  # embed(), then the metric's own call
     assert second["score"] == first["score"]  # both read the vectors embed() stored: bit for bit
@@ -130,10 +131,10 @@ import json, movers
 print(json.dumps(movers.twmd({(PREDS + OTHER)!r}, {(REFS + REFS)!r}, cache={str(tmp_path)!r}).scores))
 """
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
-             for _ in range(2)]
-    outs = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
-    assert all(p.returncode == 0 for p in procs)
+    with ThreadPoolExecutor(2) as pool:  # two processes at once
+        procs = list(pool.map(lambda _: run_python(script, env=env, cwd=REPO, timeout=300), range(2)))
+    assert all(p.returncode == 0 for p in procs), [p.stderr[-2000:] for p in procs]
+    outs = [json.loads(p.stdout) for p in procs]
     want = movers.twmd(PREDS + OTHER, REFS + REFS).scores
     # a process may read some entries the other wrote and encode only the rest: other batches
     assert outs[0] == regrouped(want) and outs[1] == regrouped(want)
@@ -205,6 +206,7 @@ def test_torchmetrics_and_reward_objects_embed_repeated_references_once(surface,
     import pickle
 
     if surface == "torchmetrics":
+        pytest.importorskip("torchmetrics", reason="the lightning extra (in the test extra) is not installed")
         from movers.torchmetrics import MoverScore
 
         def make(**options):
@@ -259,24 +261,22 @@ def test_cache_command_info_and_clear(tmp_path):
     info = subprocess.run([exe, "cache", "info", "--cache", str(tmp_path)], capture_output=True, text=True)
     assert info.returncode == 0 and f"{tmp_path}: 6 entries" in info.stdout
     env = dict(os.environ, MOVERS_CACHE=str(tmp_path))
-    clear = subprocess.run([exe, "cache", "clear"], capture_output=True, text=True, env=env)
+    clear = run_movers(["cache", "clear"], env=env)  # forked from the tests' fork server (tests/cli_process.py)
     assert clear.returncode == 0 and clear.stdout.strip() == f"removed 6 entries from {tmp_path}"
     assert not _entries(tmp_path)
-    missing = subprocess.run([exe, "cache", "info"], capture_output=True, text=True,
-                             env={k: v for k, v in os.environ.items() if k != "MOVERS_CACHE"})
+    missing = run_movers(["cache", "info"], env={k: v for k, v in os.environ.items() if k != "MOVERS_CACHE"})
     assert missing.returncode == 2 and missing.stderr.startswith("movers cache: error: no cache folder")
 
 
 @pytest.mark.invariance
 def test_score_command_with_a_cache_folder(tmp_path):
-    exe = str(Path(sys.executable).parent / "movers")
     for name, lines in (("refs", REFS), ("a", PREDS), ("b", OTHER)):
         (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     folder = tmp_path / "cache"
 
-    def score(*args: str) -> str:
-        proc = subprocess.run([exe, "score", "-m", "moverscore", "-m", "twmd", "-r", "refs.txt", *args, "-f", "json",
-                               "--per-segment"], capture_output=True, text=True, cwd=tmp_path)
+    def score(*args: str) -> str:  # each a process of its own, forked from the tests' fork server
+        proc = run_movers(["score", "-m", "moverscore", "-m", "twmd", "-r", "refs.txt", *args, "-f", "json",
+                           "--per-segment"], env=dict(os.environ), cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
 
@@ -290,6 +290,6 @@ def test_score_command_with_a_cache_folder(tmp_path):
         assert cached[slug]["scores"] == regrouped(plain[slug]["scores"])  # b.txt encoded without the references
     two = json.loads(score("-c", "a.txt", "b.txt", "--cache", str(folder)))
     assert two["twmd"]["b.txt"]["scores"] == cached["twmd"]["scores"]  # every vector read back: bit for bit
-    bad = subprocess.run([exe, "score", "-m", "moverscore", "-r", "refs.txt", "-c", "a.txt", "--cache", "refs.txt"],
-                         capture_output=True, text=True, cwd=tmp_path)
+    bad = run_movers(["score", "-m", "moverscore", "-r", "refs.txt", "-c", "a.txt", "--cache", "refs.txt"],
+                     env=dict(os.environ), cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("movers score: error: --cache: EmbeddingCache: `folder`")

@@ -1,7 +1,6 @@
 """The command line, run for real: ``python -m movers ...`` in a subprocess on files written here.
 
-Texts come from the WMT15/16 development set (../shared/data; skipped without it) or are written by
-the test. Expected scores come from the Python API on the same texts (equal to 1e-9); error cases
+Texts are WMT15/16 pairs of the committed fixtures (tests/reference) or are written by the test. Expected scores come from the Python API on the same texts (equal to 1e-9); error cases
 must print exactly one line on stderr and nothing on stdout.
 """
 from __future__ import annotations
@@ -20,7 +19,8 @@ import pytest
 
 import movers
 
-from .conftest import data_path, regrouped
+from .cli_process import run_movers, run_python
+from .conftest import real_pairs, regrouped
 
 _ROOT = Path(movers.__file__).resolve().parents[1]  # the movers this process imported
 # A source checkout (shared/) goes on the subprocess's path; an installed movers is found by the same
@@ -30,11 +30,12 @@ _PATH = {"PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("P
     if "site-packages" not in _ROOT.parts else {}
 
 
-def run(*args: str, stdin: str | None = None, env: dict | None = None, cwd: Path | None = None):
+def run(*args: str, stdin: str | None = None, env: dict | None = None, cwd: Path | None = None, real: bool = False):
+    """``movers ARGS`` as a process of its own: forked from the tests' fork server (tests/cli_process.py), or
+    ``python -m movers`` itself with `real` (and where `env` changes what libraries read when imported)."""
     full_env = {**os.environ, **_PATH,
                 "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "movers", *args], input=stdin if stdin is not None else "",
-                          capture_output=True, text=True, env=full_env, cwd=cwd, timeout=600)
+    return run_movers(list(args), stdin=stdin if stdin is not None else "", env=full_env, cwd=cwd, real=real)
 
 
 def one_line_error(proc, prefix: str = "movers score: error: ") -> str:
@@ -49,11 +50,8 @@ def one_line_error(proc, prefix: str = "movers score: error: ") -> str:
 @pytest.fixture(scope="module")
 def wmt(tmp_path_factory):
     """12 WMT15/16 (development) hypotheses, their references, and a second reference stream."""
-    path = data_path("wmt15_16_da_seg_toen") / "wmt15_16_da_seg_toen.jsonl"
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[:12]]
-    hyps = [r["hypothesis"] for r in records]
-    refs = [r["references"][0] for r in records]
-    refs2 = [records[(i + 1) % len(records)]["references"][0] for i in range(len(records))]
+    hyps, refs = real_pairs("wmt15_16", 12)
+    refs2 = [refs[(i + 1) % len(refs)] for i in range(len(refs))]
     folder = tmp_path_factory.mktemp("wmt")
     for name, lines in (("hyps.txt", hyps), ("refs.txt", refs), ("refs2.txt", refs2)):
         (folder / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -89,7 +87,8 @@ def test_stdin_and_a_bootstrap_interval_of_the_mean(wmt):
     folder, hyps, refs, _ = wmt
     api = movers.moverscore(hyps, refs)
     ci = run("score", "-m", "moverscore", "-r", str(folder / "refs.txt"), "-f", "csv", "--confidence",
-             "--confidence-n", "200", "--seed", "7", stdin=(folder / "hyps.txt").read_text(encoding="utf-8"))
+             "--confidence-n", "200", "--seed", "7", stdin=(folder / "hyps.txt").read_text(encoding="utf-8"),
+             real=True)  # python -m movers itself, reading a pipe
     assert ci.returncode == 0, ci.stderr
     header, row = list(csv.reader(io.StringIO(ci.stdout)))
     got = dict(zip(header, row))
@@ -177,7 +176,7 @@ def test_bad_paths_options_and_files_give_one_line_errors(small, args, message, 
     (["-r", "r.txt", "-c", "h.txt", "--opt", "colour=red"], "--opt colour=red: unknown option 'colour'"),
 ])
 def test_one_line_errors_from_the_real_command(small, args, message):
-    line = one_line_error(run("score", "-m", "moverscore", *args, cwd=small))
+    line = one_line_error(run("score", "-m", "moverscore", *args, cwd=small, real=True))  # python -m movers
     assert message in line
 
 
@@ -192,7 +191,7 @@ def test_unknown_metric_is_a_usage_error(small):
 
 
 def test_version_and_plain_text_help():
-    proc = run("--version")
+    proc = run("--version", real=True)  # python -m movers itself
     assert proc.returncode == 0 and proc.stdout == f"movers {movers.__version__}\n"
     helptext = run("--help")
     assert helptext.returncode == 0 and "movers score" in helptext.stdout
@@ -272,9 +271,9 @@ def test_several_metrics_share_one_encoder_pass(wmt):
     """moverscore, twmd and lazy_emd use the same encoder: the model sees each unique text once."""
     folder, hyps, refs, _ = wmt
     env = {**os.environ, **_PATH}
-    proc = subprocess.run([sys.executable, "-c", COUNTING, "score", "-m", "moverscore", "-m", "twmd", "-m",
-                           "lazy_emd", "-r", str(folder / "refs.txt"), "-c", str(folder / "hyps.txt"), "-f", "json",
-                           "--per-segment"], capture_output=True, text=True, env=env, timeout=600)
+    proc = run_python(COUNTING, ["score", "-m", "moverscore", "-m", "twmd", "-m", "lazy_emd", "-r",
+                                 str(folder / "refs.txt"), "-c", str(folder / "hyps.txt"), "-f", "json",
+                                 "--per-segment"], env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == f"forward rows: {len(set(hyps + refs))}"  # not 3x
     out = json.loads(proc.stdout)

@@ -124,3 +124,26 @@ def test_metric_functions_are_short():
                 if body and body[-1].end_lineno - body[0].lineno + 1 > 40:  # type: ignore[operator]
                     long.append(f"{path.name}:{node.name}")
     assert not long, f"function bodies over 40 lines: {long}"
+
+
+def test_the_lowest_constraints_pin_exactly_the_declared_lower_bounds():
+    """tests/constraints-lowest.txt (what .ci/run installs to test the lower bounds) pins `name==X` for every
+    `name>=X` of pyproject.toml's dependencies, torch aside, and nothing else."""
+    tomllib = pytest.importorskip("tomllib")
+    from packaging.requirements import Requirement
+
+    declared = {}
+    for line in tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]:
+        req = Requirement(line)
+        lows = [s.version for s in req.specifier if s.operator == ">="]
+        assert len(lows) == 1, f"{line}: one lower bound expected"
+        declared[req.name] = lows[0]
+    declared.pop("torch")
+    pinned = {}
+    for line in (REPO / "tests" / "constraints-lowest.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            req = Requirement(line)
+            (spec,) = req.specifier
+            assert spec.operator == "==", line
+            pinned[req.name] = spec.version
+    assert pinned == declared

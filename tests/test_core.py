@@ -132,6 +132,8 @@ def test_layers_index_hidden_states():
     assert not torch.allclose(emb0, last)
     with pytest.raises(TypeError, match="`layer` must be an int"):
         _ = Encoder(layer="last").layers
+    with pytest.raises(TypeError, match=r"`layer` must be an int or a list of ints, got 2.5"):
+        movers.moverscore(["a dog"], ["a cat"], layer=2.5)  # not "'float' object is not iterable"
     with pytest.raises(ValueError, match="non-empty list"):
         _ = Encoder(layer=[]).layers
 

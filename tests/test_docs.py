@@ -215,3 +215,51 @@ def test_the_readme_is_a_front_page():
     lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 250, f"README.md has {len(lines)} lines; move the detail to a page under docs/"
     assert "## Two commands" in lines and any(line.startswith("](docs/") or "](docs/" in line for line in lines)
+
+
+def test_ci_runs_the_readmes_two_commands():
+    """.ci/run sets up as the README's first command does (without the demo run) and runs the second command
+    exactly as written."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Two commands"):readme.index("\n## ", readme.index("## Two commands") + 5)]
+    first, second = re.findall(r"```bash\n(.*?)\n```", section, re.S)
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    setup = first.removesuffix(" && .venv/bin/movers demo")
+    assert setup != first and "pip install ." in setup and "[test]" not in setup  # the metrics' needs only
+    assert setup.replace(" install ", " install --quiet ") in ci
+    assert f"'{second}'" in ci and "[test]" in second and second.endswith(".venv/bin/python -m pytest")
+
+
+_TRACKER = re.compile(r"issue #?[0-9]+", re.I)
+
+
+def test_no_tracker_numbers_where_users_read():
+    """A reader has no access to the project's tracker: the README, cards, pages, module READMEs and the package
+    (docstrings, help texts, comments) say what was decided and when, not "issue 22"."""
+    paths = [REPO / "README.md", *sorted((REPO / "cards").glob("*.md")), *sorted((REPO / "docs").rglob("*.md")),
+             *sorted((REPO / "metrics").glob("*/README.md")),
+             *sorted(p for p in (REPO / "shared" / "movers").rglob("*") if p.is_file() and p.suffix in
+                     {".py", ".md", ".txt", ".yaml", ".yml", ".json", ".jsonl", ".html", ".js", ".css"})]
+    found = [f"{p.relative_to(REPO)}:{n}: {m.group(0)}" for p in paths
+             for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             for m in _TRACKER.finditer(line)]
+    assert len(paths) > 100 and not found, found
+
+
+def test_tables_are_markdown_not_console_output():
+    """A table on a page is a Markdown table the site renders, not printed output in a code block (where it is
+    cut at the page's edge); a command's Markdown output is included as Markdown and checked against it."""
+    in_fences = [b.id for b in BLOCKS if b.path.is_relative_to(REPO / "docs")
+                 and re.search(r"^\|.*\|\s*$\n^\|[-:| ]+\|\s*$", b.body, re.M)]
+    assert not in_fences, f"Markdown tables inside code blocks: {in_fences}"
+
+
+def test_pages_with_several_sections_have_headings():
+    """Every page longer than a screen or two has sections the table of contents lists (## headings), not bold
+    paragraphs standing for them."""
+    flat = []
+    for path in sorted((REPO / "docs").rglob("*.md")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) > 45 and sum(line.startswith("## ") for line in lines) < 2:
+            flat.append(path.relative_to(REPO).as_posix())
+    assert not flat, f"pages without ## sections: {flat}"

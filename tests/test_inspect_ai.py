@@ -62,12 +62,15 @@ def _corpus(log, scorer: str) -> float:
 
 
 @pytest.mark.slow
-def test_eval_with_mockllm_reports_the_corpus_score(tmp_path):
+def test_eval_with_mockllm_reports_the_corpus_score(tmp_path, caplog):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         (log,) = inspect_ai.eval(_task([integration.twmd(), integration.moverscore(idf=True)]), model=_mockllm(),
                                  log_dir=str(tmp_path), display="none")
     assert log.status == "success", log.error
+    # Inspect asks each metric for its value on zero samples: movers/corpus answers without raising
+    assert not [r for r in caplog.records if "empty sample set" in r.getMessage()]
+    assert integration.corpus()([]) == {}
     preds, refs = _logged(log)
     assert preds == [g for _, g, _ in SAMPLES] and refs == [t for _, _, t in SAMPLES]
     twmd, moverscore = movers.twmd(preds, refs), movers.moverscore(preds, refs, idf=True)
@@ -147,7 +150,7 @@ def test_inspect_score_rescores_a_log_with_the_scorer_found_by_name_in_a_wheel_i
     assert where.startswith(str(tmp_path / ".venv"))
     out = tmp_path / "rescored.eval"
     run = subprocess.run([str(python), "-m", "inspect_ai", "score", log.location, "--scorer", "movers/moverscore",
-                          "-S", "idf=true", "--action", "overwrite", "--output-file", str(out), "--display", "none"],
+                          "-S", "idf=true", "--action", "append", "--output-file", str(out), "--display", "none"],
                          env=env, capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     rescored = read_eval_log(str(out))

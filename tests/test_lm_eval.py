@@ -124,6 +124,56 @@ def test_the_readme_command_runs_the_shipped_task_template(tiny_model, tmp_path)
     assert got["movers_moverscore,none"] == pytest.approx(movers.moverscore(preds, refs, idf=True).score, abs=ATOL)
     assert got["movers_moverscore_signature,none"].startswith("MoverScore|preset:1.0.3|nrefs:1|")
     assert "movers_twmd_signature" in run.stdout  # the results table shows the signature beside the number
+    # the template names each metric's aggregation and direction: lm-eval has nothing to warn about
+    assert "is defined, but" not in run.stdout + run.stderr, (run.stdout + run.stderr)[-3000:]
+
+
+def test_a_copied_task_reads_its_data_beside_it_from_any_working_directory(tmp_path, monkeypatch):
+    """The template and utils.py copied into a task folder beside its data, run from another folder: the data file
+    is found beside the YAML (lm-eval's own `dataset_path: json` would look in the working directory)."""
+    folder = tmp_path / "my_task"
+    folder.mkdir()
+    for name in ("movers_template.yaml", "utils.py"):
+        (folder / name).write_text((integration.TASKS / name).read_text(encoding="utf-8"), encoding="utf-8")
+    _data(folder, "movers_template.jsonl")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    generations = {source: f"{reference} Indeed." for source, reference in PAIRS}  # none empty: the harness
+    out = lm_eval.simple_evaluate(model=Fixed(generations), tasks=["movers_template"], log_samples=True,  # warns once
+                                  task_manager=lm_eval.tasks.TaskManager(include_path=str(folder),
+                                                                         include_defaults=False))
+    preds, refs = _logged(out["samples"]["movers_template"])
+    assert refs == [r for _, r in PAIRS]
+    got = out["results"]["movers_template"]["movers_twmd,none"]
+    assert got == pytest.approx(movers.twmd(preds, refs).score, abs=ATOL)
+    with pytest.raises(FileNotFoundError, match="found neither beside the task"):
+        integration.local_json(tmp_path / "nowhere", data_files={"test": "missing.jsonl"})
+
+
+def test_the_template_states_each_metrics_aggregation_and_direction():
+    text = (integration.TASKS / "movers_template.yaml").read_text(encoding="utf-8")
+    entries = re.findall(r"- metric: !function utils\.(movers_\w+)\n\s+aggregation: (\S+)\n\s+higher_is_better: (\w+)",
+                         text)
+    assert [e[0] for e in entries] == ["movers_twmd", "movers_moverscore"]
+    for name, aggregation, higher in entries:
+        assert aggregation == name and higher == str(movers.metrics.get(name[len("movers_"):]).higher_is_better).lower()
+
+
+def test_without_lm_eval_the_error_quotes_the_extras_requirement():
+    from packaging.specifiers import SpecifierSet
+
+    tomllib = pytest.importorskip("tomllib")
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"]["lm-eval"]
+    (requirement,) = [r for r in declared if r.startswith("lm-eval")]
+    out = subprocess.run([sys.executable, "-c", "import sys; sys.modules['lm_eval'] = None\n"
+                          "import movers.integrations.lm_eval"], capture_output=True, text=True)
+    message = out.stderr.strip().splitlines()[-1]
+    assert message.startswith("ImportError: movers.integrations.lm_eval needs lm-eval: pip install 'movers[lm-eval]' "
+                              "(or pip install 'lm-eval"), message
+    quoted = re.search(r"pip install 'lm-eval([^']*)'", message).group(1)
+    assert SpecifierSet(quoted) == SpecifierSet(requirement[len("lm-eval"):]), (quoted, requirement)
 
 
 def test_movers_lm_eval_tasks_prints_the_folder_with_the_shim_and_the_template():

@@ -45,9 +45,10 @@ def test_transport_threads_option_and_environment(monkeypatch):
     assert parallel.transport_threads() == torch.get_num_threads()
     monkeypatch.setenv(parallel.THREADS_ENV, "3")
     assert parallel.transport_threads() == 3 and parallel.transport_threads(5) == 5
-    monkeypatch.setenv(parallel.THREADS_ENV, "many")
-    with pytest.raises(ValueError, match=r"\$MOVERS_TRANSPORT_THREADS must be an integer >= 1, got 'many'"):
-        parallel.transport_threads()
+    for bad in ("many", "²", "0", "-2", "3.5"):  # "²".isdigit() is True, int("²") fails: still named
+        monkeypatch.setenv(parallel.THREADS_ENV, bad)
+        with pytest.raises(ValueError, match=rf"\$MOVERS_TRANSPORT_THREADS must be an integer >= 1, got '{bad}'"):
+            parallel.transport_threads()
     monkeypatch.delenv(parallel.THREADS_ENV)
     with pytest.raises(ValueError, match=r"moverscore: `transport_threads` must be .*>= 1"):
         movers.moverscore(PREDS[:1], REFS[:1], transport_threads=0)
@@ -291,6 +292,22 @@ def test_long_text_study_on_one_article_per_set(tmp_path, monkeypatch, capsys):
     assert "| **truncated at 512 tokens** (default) |" in out
     assert result["cost"]["newsroom_human"]["truncate"] < 1 < result["cost"]["newsroom_human"]["w512h"]
     assert not (tmp_path / "figures.json").exists()  # a quick run (--limit) never replaces the figures
+    # --cached-only: the figures of the candidates already scored; one not scored is named, never computed
+    for path in (tmp_path / "scores").glob("*_moverscore_w256n_*"):
+        path.unlink()
+    assert main(["--split", "dev", "--metric", "moverscore", "--limit", "1", "--bootstrap", "20", "--out",
+                 str(tmp_path), "--figures", str(tmp_path / "figures.json"), "--cached-only"]) == 0
+    again = json.loads((tmp_path / "long_texts_dev.json").read_text())
+    assert again["missing"] == ["moverscore w256n summeval", "moverscore w256n newsroom_human"]
+    assert "w256n" not in again["metrics"]["moverscore"] and not list((tmp_path / "scores").glob("*_w256n_*"))
+    assert again["metrics"]["moverscore"]["w512n"] == rows["w512n"]
+    from movers.bench.long_texts import render_compact, render_full
+
+    val = {"metrics": {"moverscore": {"truncate": {"sets": {"realsumm": {"value": 0.2, "ci": [0.1, 0.3]}}}}},
+           "missing": ["moverscore w512h realsumm"]}
+    assert "| 512 windows, half overlap (before) | " in render_compact({"dev": result, "validation": val})
+    assert render_compact({"dev": result, "validation": val}).count("| not computed | |") == 1
+    assert "**Not computed on the validation set**" in render_full({"dev": result, "validation": val})
 
 
 def test_the_study_tables_are_rendered_from_the_figures():

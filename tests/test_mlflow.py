@@ -96,6 +96,22 @@ def test_several_references_and_reference_weights_come_from_columns(store):
     assert "movers.ms.signature" in mlflow.get_run(result.run_id).data.tags
 
 
+@pytest.mark.slow
+def test_single_references_beside_several_as_tuples(store):
+    """A targets column that mixes single reference strings with lists fails inside MLflow (it hashes the column
+    and a list is unhashable) before any metric runs; tuples for the rows with several references work, as the
+    module docs say, and score as lists would."""
+    preds = ["The cat sat on the mat.", "A dog barked loudly.", "It rained."]
+    mixed = ["A cat was sitting on the mat.", ("The dog was barking.", "A dog barked."), "Rain fell."]
+    result = _evaluate(pd.DataFrame({"prediction": preds, "reference": mixed}), [integration.metric("twmd")])
+    want = movers.twmd(preds, [r if isinstance(r, str) else list(r) for r in mixed])
+    assert result.metrics["twmd"] == pytest.approx(want.score, abs=ATOL)
+    with pytest.raises(TypeError, match="unhashable type: 'list'"):  # MLflow's own failure, documented
+        _evaluate(pd.DataFrame({"prediction": preds, "reference": [mixed[0], list(mixed[1]), mixed[2]]}),
+                  [integration.metric("twmd")])
+    mlflow.end_run()  # the failed evaluation may leave its run open
+
+
 def test_options_are_checked_when_the_metric_is_made():
     with pytest.raises(TypeError, match=r"twmd\(\) got an unexpected keyword argument 'idf'"):
         integration.metric("twmd", idf=True)

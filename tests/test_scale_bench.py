@@ -8,13 +8,12 @@ import sys
 
 import pytest
 
-from .conftest import DATA, REPO
+from .conftest import REPO, data_path
 
 
 @pytest.mark.slow
 def test_bench_scale_reports_flat_memory_for_a_streamed_metric(tmp_path):
-    if not (DATA / "wmt15_16_da_seg_toen").is_dir():
-        pytest.skip("data set wmt15_16_da_seg_toen not found (../shared/data beside the checkout is needed)")
+    data_path("wmt15_16_da_seg_toen")  # the benchmark's workload
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-m", "movers", "bench", "scale", "--metric", "delta_bleu", "--base", "50",
                           "--sizes", "1,20", "--block-size", "25", "--processes", "", "--no-bertscore",
@@ -30,8 +29,7 @@ def test_bench_scale_reports_flat_memory_for_a_streamed_metric(tmp_path):
 def test_bench_speed_times_any_metric_beside_the_floor(tmp_path):
     """`movers bench speed` for a metric without an original to compare with (TWMD): its time, peak memory and
     ratio to the bare encoder forward pass, from fresh subprocesses."""
-    if not (DATA / "wmt15_16_da_seg_toen").is_dir():
-        pytest.skip("data set wmt15_16_da_seg_toen not found (../shared/data beside the checkout is needed)")
+    data_path("wmt15_16_da_seg_toen")  # the benchmark's workload
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-m", "movers", "bench", "speed", "--metric", "twmd", "--pairs", "8",
                           "--repeats", "1", "--json", str(tmp_path / "speed.json")], env=env, capture_output=True,

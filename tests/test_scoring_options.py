@@ -16,7 +16,7 @@ import pytest
 import movers
 from movers.pipeline.call import bundled_baselines
 
-from .conftest import DATA
+from .conftest import data_path
 
 PREDS = ["The cat sat on the mat.", "  ", "It is raining today.", ""]
 REFS = ["A cat was sitting on the mat.", "The dog barked.", "It rains today.", "He went home."]
@@ -139,6 +139,10 @@ def test_bundled_baseline_matches_its_settings_only():
         movers.moverscore(HYPS, GOLD, baseline="bundled", preset="github")
     with pytest.raises(ValueError, match="`baseline='bundled'` was computed with"):
         movers.twmd(HYPS, GOLD, baseline="bundled", centering="none")
+    # WMS ships no baseline: say so (not "computed with None")
+    with pytest.raises(ValueError, match=r"wms: no baseline is bundled for wms \(bundled: moverscore, s_wms, sms, "
+                                         r"twmd\); pass baseline='fit'"):
+        movers.wms(HYPS, GOLD, baseline="bundled")
 
 
 def test_bad_baselines():
@@ -157,8 +161,7 @@ def test_bad_baselines():
 def test_shipped_baselines_are_reproduced_from_the_public_corpus():
     """The documented procedure (corpus, pairing, seed, mean) reproduces the shipped numbers; SMS and
     S+WMS (GloVe, seconds) stand for all four: the procedure is the same code, only the metric differs."""
-    if not (DATA / "wmt15_16_da_seg_toen").is_dir():
-        pytest.skip("../shared/data/wmt15_16_da_seg_toen not found")
+    data_path("wmt15_16_da_seg_toen")  # the corpus the shipped baselines were computed on
     from movers.bench.baselines import compute
 
     with warnings.catch_warnings():

@@ -17,7 +17,7 @@ import torch
 import movers
 from movers.core.result import REGROUPING_ATOL
 
-from .conftest import DATA, REPO, regrouped
+from .conftest import REFERENCE, REPO, regrouped
 
 mtm = pytest.importorskip("movers.torchmetrics", reason="torchmetrics is not installed (pip install 'movers[lightning]')")
 
@@ -147,9 +147,7 @@ def test_delta_bleu_reference_weights():
 @pytest.mark.slow
 def test_lightning_validate_on_one_and_two_processes_equals_one_call(tmp_path):
     pytest.importorskip("lightning")
-    data = DATA / "wmt15_16_da_seg_toen" / "wmt15_16_da_seg_toen.jsonl"
-    if not data.is_file():
-        pytest.skip(f"data set {data} not found (../shared/data beside the checkout is needed)")
+    data = REFERENCE / "bertscore_L6_idf-off.jsonl"  # real pairs, inputs inline: the first 13 are BAGEL's
     n = 13  # odd: two ranks get 7 each, DistributedSampler repeats example 0 on rank 1
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "shared"), env.get("PYTHONPATH", "")])
@@ -169,7 +167,7 @@ def test_lightning_validate_on_one_and_two_processes_equals_one_call(tmp_path):
     generated = {int(i): text for i, text in one["generated"].items()}
     assert {int(i): t for r in (rank0, rank1) for i, t in r["generated"].items()} == generated
     records = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()[:n]]
-    preds, refs = [generated[i] for i in range(n)], [r["references"][0] for r in records]
+    preds, refs = [generated[i] for i in range(n)], [r["reference"] for r in records]
     assert rank0["results"] == rank1["results"]  # identical numbers on both ranks
     assert rank0["validate"] == rank1["validate"]
     for slug in SLUGS:
@@ -182,3 +180,54 @@ def test_lightning_validate_on_one_and_two_processes_equals_one_call(tmp_path):
             assert run["validate"][0][f"val_{slug}"] == pytest.approx(want.score, abs=1e-6)  # logged as float32
         if slug == "delta_bleu":
             assert want.score > 0  # the predictions share n-grams with the references (the worker's sources)
+
+
+ALL_CLASSES = sorted(mtm.classes())  # the seven classes (WMS included)
+
+
+@pytest.mark.parametrize("name", ALL_CLASSES)
+def test_the_cached_score_stays_float64_after_a_dtype_change(name):
+    """compute(), then a precision change, then compute() again: torchmetrics returns its cached score, and would
+    round it to the new dtype (ΔBLEU 2.96875 for 2.967817 in bfloat16). The class promises float64 always."""
+    metric = getattr(mtm, name)()
+    metric.update(PREDS[:3], REFS[:3])
+    want = getattr(movers, metric.spec.slug)(PREDS[:3], REFS[:3]).score
+    assert metric.compute().item() == want
+    for move in (lambda: metric.set_dtype(torch.bfloat16), lambda: metric.set_dtype(torch.float16),
+                 lambda: metric.to(torch.float16), metric.half, lambda: metric.set_dtype(torch.float64)):
+        move()
+        again = metric.compute()
+        assert again.dtype == torch.float64 and again.item() == want, (name, again)
+
+
+@pytest.mark.parametrize("name", ALL_CLASSES)
+def test_merge_state_after_compute_scores_the_merged_corpus(name):
+    """torchmetrics keeps the score cached by compute() through merge_state; the merged corpus must be scored.
+    torchmetrics concatenates list states incoming first, so the merged corpus is B's segments then A's."""
+    a, b = getattr(mtm, name)(), getattr(mtm, name)()
+    a.update(PREDS[:3], REFS[:3])
+    b.update(PREDS[3:], REFS[3:])
+    alone = a.compute().item()
+    a.merge_state(b)
+    merged = a.compute().item()
+    want = getattr(movers, a.spec.slug)(PREDS[3:] + PREDS[:3], REFS[3:] + REFS[:3])
+    assert merged == regrouped(want.score) and merged != alone
+    assert a.result.scores == regrouped(want.scores)
+
+
+@pytest.mark.parametrize("name", ALL_CLASSES)
+@pytest.mark.parametrize("bad, message", [
+    ("abc", r"`predictions` must be a list of strings, got a single str 'abc'; wrap it in a list"),
+    ({"a cat": 1}, r"`predictions` must be a list of strings, got a dict \(its keys would be scored\)"),
+    ({"a cat", "a dog"}, r"`predictions` must be a list of strings, got an unordered set"),
+    (None, r"`predictions` must be a list of strings, got None"),
+])
+def test_update_refuses_what_the_functions_refuse(name, bad, message):
+    """update() checks its inputs as the functions do, before anything iterates them (a str would be scored
+    character by character, a dict by its keys, a set in hash order)."""
+    metric = getattr(mtm, name)()
+    refs = ["a.", "b.", "c."][:len(bad)] if bad is not None and not isinstance(bad, str) else ["a."]
+    with pytest.raises(TypeError, match=message):
+        metric.update(bad, refs)
+    with pytest.raises(TypeError, match=message):  # the same message from the function
+        getattr(movers, metric.spec.slug)(bad, refs)

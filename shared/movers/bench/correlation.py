@@ -41,7 +41,8 @@ from .data import DEVELOPMENT, INPUT_FIELDS, VALIDATION, Dataset, load_dataset
 from .levels import LEVELS, STATISTICS, Layout, LevelResult, level_correlations
 from .significance import paired_difference, williams_by_group
 
-__all__ = ["main", "correlations", "score_metric", "group_labels", "record_layout", "BASELINES", "BASELINE_WORST"]
+__all__ = ["main", "render", "correlations", "score_metric", "group_labels", "record_layout", "BASELINES",
+           "BASELINE_WORST"]
 
 logger = logging.getLogger("movers")
 
@@ -248,24 +249,25 @@ def _cell(v: tuple[float, float, float], signed: bool = False) -> str:
     return f"{v[0]:{f}} [{v[1]:{f}}, {v[2]:{f}}]{star}"
 
 
-def _level_line(level: str, result: LevelResult, criterion: str, grouped: bool) -> str:
-    units, resampled = sum(result.units.values()), sum(result.resampled.values())
-    where = f" in {len(result.units)} groups" if grouped else ""
+def _level_line(level: str, counts: dict[str, Any], criterion: str, grouped: bool) -> str:
+    units, resampled = sum(counts["units"].values()), sum(counts["resampled"].values())
+    where = f" in {len(counts['units'])} groups" if grouped else ""
     line = {"segment": f"segment level: {units} segments{where}, resampled",
             "system": f"system level: {units} systems{where}; means over {resampled} inputs, inputs resampled",
             "summary": f"summary level: correlation across systems per input, averaged over {units} inputs{where}; "
                        f"inputs resampled"}[level]
-    if result.undefined:
-        line += f"; {result.undefined} inputs without a defined correlation (one output or constant scores) left out"
-    skipped = (f"{result.skipped} record{'s' if result.skipped > 1 else ''} without a {criterion} score skipped"
-               if result.skipped else "no record without a score")
+    if counts["undefined_inputs"]:
+        line += (f"; {counts['undefined_inputs']} inputs without a defined correlation (one output or constant "
+                 f"scores) left out")
+    skipped = (f"{counts['skipped']} record{'s' if counts['skipped'] > 1 else ''} without a {criterion} score "
+               f"skipped" if counts["skipped"] else "no record without a score")
     return f"{line}; {skipped}."
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="movers bench correlation", description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True, help="set name in ../shared/data, e.g. bagel, stsb:dev")
-    p.add_argument("--metric", action="append", required=True,
+    p.add_argument("--data", help="set name in ../shared/data, e.g. bagel, stsb:dev")
+    p.add_argument("--metric", action="append",
                    help="slug or baseline, optionally =JSON kwargs; repeat for several")
     p.add_argument("--criterion", action="append", help="human criterion (default: all)")
     p.add_argument("--level", choices=list(LEVELS), default="segment",
@@ -286,13 +288,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="bench-out", help="folder for the PNG and JSON")
+    p.add_argument("--render", metavar="JSON", help="print the Markdown report of a saved run instead of scoring")
+    p.add_argument("--heading", type=int, default=2, help="with --render: the level of the report's first heading")
     args = p.parse_args(argv)
+    if args.render:
+        print(render(json.loads(Path(args.render).read_text(encoding="utf-8")), args.heading), end="")
+        return 0
+    if not args.data or not args.metric:
+        p.error("--data and --metric are required (or --render JSON)")
 
     data = load_dataset(args.data, preprocess=args.preprocess)
-    if args.data in VALIDATION or args.data.split(":")[0] in VALIDATION:
-        print(f"> note: {args.data} is a VALIDATION set: final numbers only, never for choosing defaults.\n")
-    elif args.data not in DEVELOPMENT and args.data.split(":")[0] not in DEVELOPMENT:
-        print(f"> note: {args.data} is not listed as development or validation in ../shared/README.md.\n")
     try:
         layout = record_layout(data.records, args.level, data=args.data, group_by=args.group_by,
                                input_field=args.input_field)
@@ -331,18 +336,6 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"correlation_{args.data.replace(':', '-')}" + ("" if args.level == "segment" else f"_{args.level}")
-    print(f"## {args.data}: {len(records)} items, refs={args.refs}, {args.level} level"
-          + (f", per {args.group_by} then averaged" if args.group_by else "")
-          + f", 95% bootstrap CI ({args.bootstrap} resamples), preprocessing: {data.preprocessing}\n")
-    flipped = [label for label, name, _ in specs if negated(name)]
-    if flipped:
-        print(f"> distances negated (higher = better), so every correlation reads the same way: "
-              f"{', '.join(flipped)}.\n")
-    if empty:
-        ids = ", ".join(str(records[i].get("id")) for i in empty[:5])
-        given = ", ".join(f"{label} {value:g}" for label, value in worst.items())
-        print(f"> {len(empty)} empty output(s) ({ids}) get each metric's worst value without being scored: "
-              f"{given}.\n")
     summary: dict[str, dict] = {}
     per_group: dict[str, dict[str, dict[str, float]]] = {}
     paired_all: dict[str, dict[str, dict]] = {}
@@ -355,13 +348,6 @@ def main(argv: list[str] | None = None) -> int:
         counts[criterion] = {"skipped": first.skipped, "units": first.units, "resampled": first.resampled,
                              "undefined_inputs": first.undefined}
         summary[criterion] = {label: {s: r.interval(s) for s in STATISTICS} for label, r in results.items()}
-        print(f"### {criterion}\n")
-        print(_level_line(args.level, first, criterion, layout.groups is not None) + "\n")
-        print("| metric | Pearson r | Spearman ρ | Kendall τ | time (s) |")
-        print("|---|---|---|---|---|")
-        for label, r in results.items():
-            print(f"| {label} | " + " | ".join(_cell(r.interval(s)) for s in STATISTICS) + f" | {timing[label]:.1f} |")
-        print()
         paired: dict[str, dict] = {}
         if base is not None:
             for label, r in results.items():
@@ -369,36 +355,70 @@ def main(argv: list[str] | None = None) -> int:
                     paired[label] = {**paired_difference(r, results[base]),
                                      "williams": williams_by_group(r, results[base])}
             paired_all[criterion] = paired
-            _print_paired(paired, base, args.level, args.group_by)
         if layout.groups is not None:
             per_group[criterion] = {label: {g: v["pearson"] for g, v in r.per_group.items()}
                                     for label, r in results.items()}
-            names = sorted(first.per_group)
-            print("| Pearson r per " + str(args.group_by) + " | " + " | ".join(names) + " | avg |")
-            print("|---|" + "---|" * (len(names) + 1))
-            for label, values in per_group[criterion].items():
-                print(f"| {label} | " + " | ".join(f"{values[g]:.3f}" for g in names)
-                      + f" | {np.nanmean(list(values.values())):.3f} |")
-            print()
         _plot(out / f"{stem}_{criterion}.png", f"{args.data} / {criterion}", list(results.items()),
               {label: {s: v[s] for s in STATISTICS} for label, v in paired.items()}, base, args.level)
-    (out / f"{stem}.json").write_text(json.dumps({
+    result = {
         "data": args.data, "n": len(records), "refs": args.refs, "level": args.level,
         "input_field": None if layout.inputs is None else (args.input_field or INPUT_FIELDS[args.data.split(":")[0]]),
         "preprocessing": data.preprocessing, "group_by": args.group_by, "bootstrap": args.bootstrap,
         "seed": args.seed, "counts": counts, "empty_outputs": empty_outputs, "correlations": summary,
-        "compare_to": base, "paired": paired_all, "per_group_pearson": per_group, "negated": flipped,
-        "seconds": timing, "scores": scores}, indent=1))
+        "compare_to": base, "paired": paired_all, "per_group_pearson": per_group,
+        "negated": [label for label, name, _ in specs if negated(name)], "seconds": timing}
+    print(render(json.loads(json.dumps(result))), end="")  # what the JSON holds, as the docs render it
+    (out / f"{stem}.json").write_text(json.dumps({**result, "scores": scores}, indent=1))
     print(f"saved {out / stem}_*.png and {out / stem}.json")
     return 0
 
 
-def _print_paired(paired: dict[str, dict], base: str, level: str, group_by: str | None) -> None:
+def render(result: dict[str, Any], heading: int = 2) -> str:
+    """The Markdown report of one run, from its JSON (what `main` prints; the docs include it rendered from a saved
+    JSON, with `heading` the level of its first heading)."""
+    h = "#" * heading
+    lines: list[str] = []
+    data, level, group_by = result["data"], result["level"], result["group_by"]
+    if data in VALIDATION or data.split(":")[0] in VALIDATION:
+        lines += [f"> note: {data} is a VALIDATION set: final numbers only, never for choosing defaults.", ""]
+    elif data not in DEVELOPMENT and data.split(":")[0] not in DEVELOPMENT:
+        lines += [f"> note: {data} is not listed as development or validation in ../shared/README.md.", ""]
+    lines += [f"{h} {data}: {result['n']} items, refs={result['refs']}, {level} level"
+              + (f", per {group_by} then averaged" if group_by else "")
+              + f", 95% bootstrap CI ({result['bootstrap']} resamples), preprocessing: {result['preprocessing']}", ""]
+    if result["negated"]:
+        lines += [f"> distances negated (higher = better), so every correlation reads the same way: "
+                  f"{', '.join(result['negated'])}.", ""]
+    empty = result["empty_outputs"]
+    if empty["count"]:
+        given = ", ".join(f"{label} {value:g}" for label, value in empty["scored"].items())
+        lines += [f"> {empty['count']} empty output(s) ({', '.join(str(i) for i in empty['ids'][:5])}) get each "
+                  f"metric's worst value without being scored: {given}.", ""]
+    for criterion, table in result["correlations"].items():
+        counts = result["counts"][criterion]
+        lines += [f"{h}# {criterion}", "", _level_line(level, counts, criterion, group_by is not None), "",
+                  "| metric | Pearson r | Spearman ρ | Kendall τ | time (s) |", "|---|---|---|---|---|"]
+        lines += [f"| {label} | " + " | ".join(_cell(row[s]) for s in STATISTICS)
+                  + f" | {result['seconds'][label]:.1f} |" for label, row in table.items()]
+        lines.append("")
+        if result["compare_to"] is not None:
+            lines += _paired_lines(result["paired"][criterion], result["compare_to"], level, group_by)
+        if criterion in result["per_group_pearson"]:
+            values_by = result["per_group_pearson"][criterion]
+            names = sorted(next(iter(values_by.values())))
+            lines += ["| Pearson r per " + str(group_by) + " | " + " | ".join(names) + " | avg |",
+                      "|---|" + "---|" * (len(names) + 1)]
+            lines += [f"| {label} | " + " | ".join(f"{values[g]:.3f}" for g in names)
+                      + f" | {np.nanmean(list(values.values())):.3f} |" for label, values in values_by.items()]
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _paired_lines(paired: dict[str, dict], base: str, level: str, group_by: str | None) -> list[str]:
     """The difference table: paired bootstrap intervals and, except at the summary level, the Williams test."""
-    print(f"Difference to `{base}` (metric − {base}), paired 95% bootstrap interval from the same resamples "
-          f"(* = excludes 0); Williams test of H1: Pearson r > {base}'s (one-sided p, t with n − 3 df):\n")
-    print("| metric | Δ Pearson r | Δ Spearman ρ | Δ Kendall τ | Williams t (df) | p |")
-    print("|---|---|---|---|---|---|")
+    lines = [f"Difference to `{base}` (metric − {base}), paired 95% bootstrap interval from the same resamples "
+             f"(* = excludes 0); Williams test of H1: Pearson r > {base}'s (one-sided p, t with n − 3 df):", "",
+             "| metric | Δ Pearson r | Δ Spearman ρ | Δ Kendall τ | Williams t (df) | p |", "|---|---|---|---|---|---|"]
     for label, v in paired.items():
         tests = v["williams"]
         if level == "summary":
@@ -408,12 +428,14 @@ def _print_paired(paired: dict[str, dict], base: str, level: str, group_by: str 
             t_cell, p_cell = f"{w['t']:.2f} ({w['df']})", f"{w['p']:.3g}"
         else:
             t_cell, p_cell = f"per {group_by} below", "below"
-        print(f"| {label} | " + " | ".join(_cell(v[s], signed=True) for s in STATISTICS) + f" | {t_cell} | {p_cell} |")
-    print()
+        lines.append(f"| {label} | " + " | ".join(_cell(v[s], signed=True) for s in STATISTICS)
+                     + f" | {t_cell} | {p_cell} |")
+    lines.append("")
     if level != "summary" and any(len(v["williams"]) > 1 for v in paired.values()):
         names = sorted(next(iter(paired.values()))["williams"])
-        print(f"| Williams p (Pearson r > {base}'s) per {group_by} | " + " | ".join(names) + " |")
-        print("|---|" + "---|" * len(names))
-        for label, v in paired.items():
-            print(f"| {label} | " + " | ".join(f"{v['williams'][g]['p']:.3g}" for g in names) + " |")
-        print()
+        lines += [f"| Williams p (Pearson r > {base}'s) per {group_by} | " + " | ".join(names) + " |",
+                  "|---|" + "---|" * len(names)]
+        lines += [f"| {label} | " + " | ".join(f"{v['williams'][g]['p']:.3g}" for g in names) + " |"
+                  for label, v in paired.items()]
+        lines.append("")
+    return lines

@@ -54,7 +54,7 @@ SETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "newsroom_human": ("development", ("coherence", "fluency", "informativeness", "relevance")),
     "realsumm": ("validation", ("litepyramid_recall",)),
 }
-"""set -> (role, the human criteria correlated): the issue's protocol (SummEval as BARTScore's source ->
+"""set -> (role, the human criteria correlated): the study's protocol (SummEval as BARTScore's source ->
 hypothesis rows, Newsroom's four aspects, RealSumm's LitePyramid recall)."""
 
 SHORT = {"summeval": "SummEval", "newsroom_human": "Newsroom", "realsumm": "RealSumm"}
@@ -156,8 +156,9 @@ def encoder_cost(texts: Sequence[str], reading: Reading) -> float:
 
 # ------------------------------------------------------------------------------------------------ scoring
 
-def _score(slug: str, key: str, data: StudySet, out: Path, cache: Path) -> dict:
-    """One metric under one candidate on one set: scores (higher = better) and signature, cached on disk."""
+def _score(slug: str, key: str, data: StudySet, out: Path, cache: Path, cached_only: bool = False) -> dict | None:
+    """One metric under one candidate on one set: scores (higher = better) and signature, cached on disk (None
+    with `cached_only` when they are not on disk yet)."""
     from ..pipeline.call import make_options
     from ..text.embedding import Encoder
 
@@ -180,6 +181,8 @@ def _score(slug: str, key: str, data: StudySet, out: Path, cache: Path) -> dict:
     path = out / "scores" / f"{data.name}_{slug}_{key}_{digest}.json"
     if path.is_file():
         return dict(json.loads(path.read_text()))
+    if cached_only:
+        return None
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -222,11 +225,13 @@ def _interval(dist: np.ndarray) -> list[float]:
 
 
 def run_study(split: str, metrics: list[str], *, out: Path, cache: Path, n_boot: int = 1000, seed: int = 0,
-              limit: int | None = None, log: Any = print) -> dict:
-    """Score every candidate of every metric on the sets of `split` ("dev" or "validation"); the figures."""
+              limit: int | None = None, cached_only: bool = False, log: Any = print) -> dict:
+    """Score every candidate of every metric on the sets of `split` ("dev" or "validation"); the figures. With
+    `cached_only`, only the candidates whose scores are already on disk (the others are left out of the figures
+    and named in their "missing" list)."""
     role = {"dev": "development", "validation": "validation"}[split]
     result: dict[str, Any] = {"split": split, "bootstrap": n_boot, "seed": seed, "limit": limit, "sets": {},
-                              "metrics": {}, "cost": {}}
+                              "metrics": {}, "cost": {}, "missing": []}
     boots: dict[tuple[str, str, str], np.ndarray] = {}
     for name, (set_role, criteria) in SETS.items():
         if set_role != role:
@@ -239,7 +244,11 @@ def run_study(split: str, metrics: list[str], *, out: Path, cache: Path, n_boot:
         for slug in metrics:
             entry = result["metrics"].setdefault(slug, {})
             for key, _, _ in candidates(slug):
-                saved = _score(slug, key, data, out, cache)
+                saved = _score(slug, key, data, out, cache, cached_only)
+                if saved is None:
+                    result["missing"].append(f"{slug} {key} {name}")
+                    log(f"  {SHORT[name]}: {slug} {key}: not computed", flush=True)
+                    continue
                 fig = set_figures(saved["scores"], data, resamples)
                 boots[(slug, key, name)] = fig.pop("boot")
                 entry.setdefault(key, {"signature": saved["signature"], "sets": {}})["sets"][name] = {
@@ -247,6 +256,12 @@ def run_study(split: str, metrics: list[str], *, out: Path, cache: Path, n_boot:
                 log(f"  {SHORT[name]}: {slug} {key}: tau {fig['value']:.3f} ({saved['seconds']:.0f} s)", flush=True)
     names = list(result["sets"])
     for slug, entry in result["metrics"].items():  # the mean over the split's sets, and the paired differences
+        complete = {k for k, row in entry.items() if set(row["sets"]) == set(names)}
+        for key in set(entry) - complete:
+            del entry[key]  # a candidate computed on some of the split's sets only: left out with the missing ones
+        if "truncate" not in entry:
+            entry.clear()
+            continue
         base = np.mean([boots[(slug, "truncate", n)] for n in names], 0)
         for key, row in entry.items():
             dist = np.mean([boots[(slug, key, n)] for n in names], 0)
@@ -295,10 +310,29 @@ def default_reading(slug: str) -> str:
     raise ValueError(f"long-texts: {slug}'s default reading is not one of the study's.")
 
 
+NOT_COMPUTED = "not computed"
+"""The cell of a validation candidate whose scores were not computed (a run stopped before it)."""
+
+
+def _validation_cells(val: dict | None, slug: str, key: str) -> str:
+    """The RealSumm columns of a row: τ and its paired difference to truncation, or "not computed"."""
+    if not val:
+        return ""
+    row = val["metrics"].get(slug, {}).get(key)
+    if row is None:
+        return f" {NOT_COMPUTED} | |"
+    v = row["sets"]["realsumm"]
+    return f" {_cell(v)} | {'' if key == 'truncate' else _cell(v['delta'], signed=True)} |"
+
+
 def render_full(figures: dict) -> str:
     """The study page's tables: per metric, every candidate on the development and the validation sets."""
     dev, val = figures["dev"], figures.get("validation")
     lines = [BEGIN, "", f"**Rule.** {RULE}", ""]
+    if val and val.get("missing"):
+        names = ", ".join(f"{registry.get(m.split()[0]).title} {_label(m.split()[1])}" for m in val["missing"])
+        lines += [f"**Not computed on the validation set** (the run stopped before them; their cells say so): "
+                  f"{names}.", ""]
     for slug, entry in dev["metrics"].items():
         spec = registry.get(slug)
         study = spec.long_text_study
@@ -320,10 +354,7 @@ def render_full(figures: dict) -> str:
             name = f"**{name}** (default)" if key == chosen else f"{name} (before)" if key == PREVIOUS else name
             cells = [_cell(row["sets"][n]) for n in dev["sets"]]
             delta = "" if key == "truncate" else _cell(row["mean"]["delta"], signed=True)
-            tail = ""
-            if val:
-                v = val["metrics"][slug][key]["sets"]["realsumm"]
-                tail = f" {_cell(v)} | {'' if key == 'truncate' else _cell(v['delta'], signed=True)} |"
+            tail = _validation_cells(val, slug, key)
             lines.append(f"| {name} | {cost} | " + " | ".join(cells) + f" | {_cell(row['mean'])} | {delta} |" + tail)
         lines.append("")
     lines += _criteria_table(figures) + ["", END]
@@ -345,7 +376,8 @@ def _criteria_table(figures: dict) -> list[str]:
             row = entry[key]
             cells = [f"{row['sets'][n]['criteria'][c]:.3f}" for n, c in crits]
             if val:
-                cells.append(f"{val['metrics'][slug][key]['sets']['realsumm']['value']:.3f}")
+                v = val["metrics"].get(slug, {}).get(key)
+                cells.append(f"{v['sets']['realsumm']['value']:.3f}" if v else NOT_COMPUTED)
             lines.append(f"| {spec.title} | {_short(slug, key)} | " + " | ".join(cells) + " |")
     return lines
 
@@ -373,10 +405,7 @@ def render_compact(figures: dict, slugs: list[str] | None = None) -> str:
         for key in dict.fromkeys(["truncate", "w512h", default_reading(slug)]):
             row = entry[key]
             delta = "" if key == "truncate" else _cell(row["mean"]["delta"], signed=True)
-            tail = ""
-            if val:
-                v = val["metrics"][slug][key]["sets"]["realsumm"]
-                tail = f" {_cell(v)} | {'' if key == 'truncate' else _cell(v['delta'], signed=True)} |"
+            tail = _validation_cells(val, slug, key)
             lines.append(f"| {spec.title} | {_short(slug, key)} | {_cell(row['mean'])} | {delta} |" + tail)
     lines += ["", END]
     return "\n".join(lines)
@@ -423,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=int, help="the first N documents of each set (a quick run)")
+    p.add_argument("--cached-only", action="store_true",
+                   help="figures from the candidates already scored under --out; the others are listed as not computed")
     p.add_argument("--figures", default=FIGURES, help=f"the figures file to update (default {FIGURES})")
     p.add_argument("--render", metavar="JSON", help="render the figures in JSON instead of scoring")
     p.add_argument("--write", action="store_true", help="with --render: rewrite the blocks in the docs and cards")
@@ -446,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         print("> note: VALIDATION set: final figures only, after the defaults were chosen; never for choosing them.\n")
     out = Path(args.out)
     result = run_study(args.split, args.metric or studied(), out=out, cache=Path(args.cache or out / "cache"),
-                       n_boot=args.bootstrap, seed=args.seed, limit=args.limit)
+                       n_boot=args.bootstrap, seed=args.seed, limit=args.limit, cached_only=args.cached_only)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"long_texts_{args.split}.json").write_text(json.dumps(result, indent=1))
     figures_path = repo / args.figures

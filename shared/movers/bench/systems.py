@@ -26,12 +26,13 @@ import json
 import os
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from ..core.result import REGROUPING_ATOL
 from . import run_child
 
-__all__ = ["main", "load_systems"]
+__all__ = ["main", "load_systems", "render"]
 
 _CHILD = r'''
 import json, resource, sys, time, warnings
@@ -121,7 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--inputs", type=int, default=None, help="the first N inputs (default: all 178)")
     p.add_argument("--evaluations", type=int, default=5, help="compute calls in the evaluation loop (default 5)")
     p.add_argument("--json", help="also write the measurements to this file")
+    p.add_argument("--render", metavar="JSON", help="print the report of a run saved with --json instead of running")
     args = p.parse_args(argv)
+    if args.render:
+        print(render(json.loads(Path(args.render).read_text(encoding="utf-8"))), end="")
+        return 0
     systems, references = load_systems(args.systems, args.inputs)
     rows: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -140,23 +145,32 @@ def main(argv: list[str] | None = None) -> int:
     if apart > REGROUPING_ATOL:  # the scenarios group the texts differently: equal to float32 rounding
         raise RuntimeError(f"bench systems: scores differ from scoring one by one without cache by {apart:.2g}, "
                            f"more than the reproducibility bound {REGROUPING_ATOL:g}")
+    result = {"metric": args.metric, "systems": len(systems), "inputs": len(references),
+              "references": sum(len(r) for r in references), "apart": apart, "floor": floor, "rows": rows}
+    print(render(result), end="")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+def render(result: dict[str, Any]) -> str:
+    """The Markdown report of one run, from what ``--json`` saves (what `main` prints; the docs include it
+    rendered from a saved file by ``movers bench systems --render FILE``)."""
+    rows, floor = result["rows"], result["floor"]
     base = rows["one-by-one"]["seconds"]
-    n_refs = sum(len(r) for r in references)
-    print(f"{args.metric}: WebNLG 2020, {len(systems)} systems x {len(references)} inputs ({n_refs} references); "
-          f"floor (bare encoder, every unique text once): {floor['seconds']:.2f} s, {floor['texts']} texts, "
-          f"peak {floor['peak_rss_mb']:.0f} MB. Scores equal in every scenario to float32 rounding (at most "
-          f"{apart:.1e} apart).\n")
-    print("| scenario | seconds | x one by one | x floor | texts encoded | peak RSS |\n|---|---|---|---|---|---|")
+    lines = [f"{result['metric']}: WebNLG 2020, {result['systems']} systems x {result['inputs']} inputs "
+             f"({result['references']} references); floor (bare encoder, every unique text once): "
+             f"{floor['seconds']:.2f} s, {floor['texts']} texts, peak {floor['peak_rss_mb']:.0f} MB. Scores equal in "
+             f"every scenario to float32 rounding (at most {result['apart']:.1e} apart).", "",
+             "| scenario | seconds | x one by one | x floor | texts encoded | peak RSS |", "|---|---|---|---|---|---|"]
     for scenario, label in SCENARIOS.items():
         r = rows[scenario]
-        print(f"| {label} | {r['seconds']:.2f} | {r['seconds'] / base:.2f} | {r['seconds'] / floor['seconds']:.2f} "
-              f"| {r['texts']} | {r['peak_rss_mb']:.0f} MB |")
+        lines.append(f"| {label} | {r['seconds']:.2f} | {r['seconds'] / base:.2f} | "
+                     f"{r['seconds'] / floor['seconds']:.2f} | {r['texts']} | {r['peak_rss_mb']:.0f} MB |")
     times = rows["evaluations"]["evaluations"]
     if len(times) > 1:
         later = sum(times[1:]) / len(times[1:])
-        print(f"\nevaluations: first {times[0]:.2f} s, later ones {later:.2f} s on average "
-              f"({later / times[0]:.2f}x the first): " + ", ".join(f"{t:.2f}" for t in times))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"metric": args.metric, "floor": floor, "rows": rows}, f, indent=1)
-    return 0
+        lines += ["", f"evaluations: first {times[0]:.2f} s, later ones {later:.2f} s on average "
+                      f"({later / times[0]:.2f}x the first): " + ", ".join(f"{t:.2f}" for t in times)]
+    return "\n".join(lines) + "\n"

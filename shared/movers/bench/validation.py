@@ -1,4 +1,4 @@
-"""``movers bench validation``: the final validation tables (issue 22), computed once after the defaults froze.
+"""``movers bench validation``: the final validation tables, computed once after the defaults froze.
 
     movers bench validation --out bench-out/validation                      # the bundled MiniLM
     movers bench validation --model DIR --encoder all-mpnet-base-v2 --out bench-out/validation-mpnet
@@ -14,9 +14,9 @@ every row paired against BERTScore F1 and each default paired against its origin
 their default GloVe vectors) score the same in every column.
 
 A run saves one small JSON per encoder (figures only, no per-segment scores; the scores stay in
-``<out>/scores``). ``--render DIR --write`` turns the JSON files in DIR into a generated block in each row's
-card and a summary block on the benchmarks page (:data:`SUMMARY_PAGE`); the tests check the blocks against the
-JSON files.
+``<out>/scores``). ``--render DIR --write`` turns the JSON files in DIR into generated blocks: in each validated
+metric's card its headline (the segment-level correlations beside BERTScore F1), and on the validation page
+(:data:`PAGE`) a summary and each metric's full tables; the tests check every block against the JSON files.
 """
 from __future__ import annotations
 
@@ -29,17 +29,28 @@ from typing import Any
 from .. import metrics as registry
 from .suite import run_suite
 
-__all__ = ["rows", "run_validation", "render_card", "render_summary", "render_plot", "main", "BEGIN", "END", "BASE",
-           "LEVELS", "PLOT", "SUMMARY_PAGE"]
+__all__ = ["rows", "run_validation", "render_headline", "render_tables", "render_summary", "render_plot", "main",
+           "begin", "sync", "BEGIN", "END", "BASE", "LEVELS", "PLOT", "PAGE", "SUMMARY"]
 
 BASE = "BERTScore F1"
 LEVELS = ("segment", "system")
-BEGIN = "<!-- validation: generated from cards/validation/*.json by `movers bench validation --render` -->"
 END = "<!-- /validation -->"
 PLOT = "validation.png"
-"""The picture `--render --write` draws beside the cards (the benchmarks page shows it)."""
-SUMMARY_PAGE = "docs/benchmarks.md"
-"""The page, relative to the checkout, that holds the summary block and shows the picture."""
+"""The picture `--render --write` draws beside the cards (the validation page shows it)."""
+PAGE = "docs/validation.md"
+"""The page, relative to the checkout, that holds the summary, every metric's full tables and the picture."""
+SUMMARY = "summary"
+"""The key of the summary block on :data:`PAGE` (each metric's block is keyed by its slug)."""
+
+
+def begin(key: str = "") -> str:
+    """The line that opens a generated block: a card holds one (no key); :data:`PAGE` holds several, keyed by
+    :data:`SUMMARY` and each metric's slug."""
+    return f"<!-- validation{': ' + key if key else ''}: generated from cards/validation/*.json by " \
+           "`movers bench validation --render` -->"
+
+
+BEGIN = begin()
 
 
 def rows(model: str | None = None, layers: int | None = None) -> list[tuple[str, str, dict, str | None]]:
@@ -164,11 +175,31 @@ def _takes_encoder(title: str) -> bool:
     return spec is None or spec.has_option("model")
 
 
-def render_card(runs: list[dict], title: str) -> str:
-    """The generated validation block of one metric's card: its rows and BERTScore F1, both levels, every
-    encoder."""
+def render_headline(runs: list[dict], title: str) -> str:
+    """The generated block of one metric's card: its default's segment-level correlations beside BERTScore F1 on
+    the same encoder, one column each per encoder, one row per set and the mean with the metric's paired
+    difference (the full tables are on :data:`PAGE`)."""
+    first = runs[0]["levels"]["segment"]
+    columns = [(run, label) for run in runs for label in (BASE, title)]
+    lines = [BEGIN, "", "| set | " + " | ".join(f"{label}, {run['encoder']}" for run, label in columns) + " |",
+             "|---|" + "---|" * len(columns)]
+    for s in first["sets"]:
+        lines.append(f"| {s} ({first['sets'][s]['statistic'][0]}) | " + " | ".join(
+            f"{run['levels']['segment']['sets'][s]['metrics'][label]['value']:.3f}" for run, label in columns) + " |")
+    means = [run["levels"]["segment"]["mean"][label] for run, label in columns]
+    lines.append("| mean (− BERTScore) | " + " | ".join(
+        f"{m['value']:.3f}" + ("" if label == BASE else f" ({_delta(m)})") for m, (_, label) in zip(
+            means, columns, strict=True)) + " |")
+    if not _takes_encoder(title):
+        lines += ["", f"{title} has no `model` option: its columns are the same under both encoders."]
+    return "\n".join([*lines, "", END])
+
+
+def render_tables(runs: list[dict], title: str, key: str) -> str:
+    """The generated block of one metric on :data:`PAGE`, keyed by `key` (its slug): its rows and BERTScore F1,
+    both levels, every encoder."""
     labels = [label for label in runs[0]["rows"] if label == title or runs[0]["originals"].get(label) == title]
-    lines = [BEGIN, ""]
+    lines = [begin(key), ""]
     for level in LEVELS:
         left_out = runs[0]["levels"][level]["no_systems"]
         what = "every judged output; segments resampled" if level == "segment" else \
@@ -182,8 +213,8 @@ def render_card(runs: list[dict], title: str) -> str:
 
 def render_summary(runs: list[dict]) -> str:
     """The benchmarks page's block: per validation set and encoder, BERTScore F1 and the best movers default at the
-    segment level, with the paired difference (the goal of issue 22: not below BERTScore)."""
-    lines = [BEGIN, "", "| set | encoder | BERTScore F1 | best movers default | Δ (paired 95% interval) | "
+    segment level, with the paired difference (the goal the validation was run for: not below BERTScore)."""
+    lines = [begin(SUMMARY), "", "| set | encoder | BERTScore F1 | best movers default | Δ (paired 95% interval) | "
                         "not below BERTScore |", "|---|---|---|---|---|---|"]
     met: dict[str, int] = {}
     for run in runs:
@@ -239,11 +270,11 @@ def render_plot(runs: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def sync(text: str, block: str, where: str) -> str:
-    """`text` with its validation block replaced by `block` (a clear error when it has none)."""
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+def sync(text: str, block: str, where: str, key: str = "") -> str:
+    """`text` with its validation block `key` replaced by `block` (a clear error when it has none)."""
+    pattern = re.compile(re.escape(begin(key)) + r".*?" + re.escape(END), re.S)
     if not pattern.search(text):
-        raise ValueError(f"validation: {where} has no generated block ({BEGIN} ... {END}).")
+        raise ValueError(f"validation: {where} has no generated block ({begin(key)} ... {END}).")
     return pattern.sub(lambda _: block, text, count=1)
 
 
@@ -257,23 +288,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--render", metavar="DIR", help="render the JSON files in DIR instead of scoring")
     p.add_argument("--write", action="store_true",
-                   help=f"with --render: rewrite the blocks in cards/ and {SUMMARY_PAGE}")
-    p.add_argument("--repo", default=".", help=f"with --write: the checkout holding cards/ and {SUMMARY_PAGE}")
+                   help=f"with --render: rewrite the blocks in cards/ and {PAGE}")
+    p.add_argument("--repo", default=".", help=f"with --write: the checkout holding cards/ and {PAGE}")
     args = p.parse_args(argv)
     if args.render:
         runs = load_results(Path(args.render))
         if not runs:
             p.error(f"--render: no validation JSON files in {args.render}")
         repo = Path(args.repo)
-        targets = {repo / "cards" / f"{slug}.md": render_card(runs, registry.get(slug).title)
-                   for slug in registry.slugs() if registry.get(slug).original_options is not None}
-        targets[repo / SUMMARY_PAGE] = render_summary(runs)
-        for path, block in targets.items():
+        validated = [registry.get(slug) for slug in registry.slugs() if registry.get(slug).original_options is not None]
+        targets = [(repo / "cards" / f"{spec.slug}.md", "", render_headline(runs, spec.title)) for spec in validated]
+        targets.append((repo / PAGE, SUMMARY, render_summary(runs)))
+        targets += [(repo / PAGE, spec.slug, render_tables(runs, spec.title, spec.slug)) for spec in validated]
+        for path, key, block in targets:
             if args.write:
-                path.write_text(sync(path.read_text(encoding="utf-8"), block, str(path)), encoding="utf-8")
-                print(f"wrote {path}")
+                path.write_text(sync(path.read_text(encoding="utf-8"), block, str(path), key), encoding="utf-8")
+                print(f"wrote {path}" + (f" ({key})" if key else ""))
+                copy = repo / "metrics" / path.stem / "README.md"  # the evaluate module's copy of the card
+                if path.parent.name == "cards" and copy.is_file():
+                    copy.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
             else:
-                print(f"## {path}\n\n{block}\n")
+                print(f"## {path}" + (f" ({key})" if key else "") + f"\n\n{block}\n")
         if args.write:
             render_plot(runs, repo / "cards" / PLOT)
             print(f"wrote {repo / 'cards' / PLOT}")

@@ -43,9 +43,26 @@ def main(argv: list[str] | None = None) -> int:
         print("movers docs: error: MkDocs is not installed; install the docs extra: pip install \".[docs]\" "
               "(the test extra includes it).", file=sys.stderr)
         return 2
+    if args.build is not None:  # MkDocs would fail at its first write, with a traceback of 40 lines
+        problem = _unwritable(Path(args.build))
+        if problem:
+            print(f"movers docs: error: cannot build into {args.build!r}: {problem}.", file=sys.stderr)
+            return 2
     env = {**os.environ, MKDOCS_2_NOTICE: os.environ.get(MKDOCS_2_NOTICE, "1")}
     command = mkdocs_command(repo, build=args.build, addr=args.addr)
     sys.stdout.flush()
     sys.stderr.flush()
     os.chdir(repo)
     os.execve(command[0], command, env)  # MkDocs takes this process's place: Ctrl-C and signals reach it
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why the site cannot be written into `folder` (created if missing), or None when it can."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".movers-docs-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        return err.strerror or type(err).__name__
+    return None

@@ -9,7 +9,10 @@ command line's usage too.
   ``cards/<slug>.md`` as ``metrics/<slug>.md`` (with the pictures beside the cards), and the API reference,
   written from the declarations and docstrings (:func:`reference_pages`);
 * :func:`on_page_markdown`: links written for GitHub (``../cards/twmd.md``, ``docs/cli.md``) point to the
-  pages those files become, and ``<!-- include: FILE#section -->`` inserts a section of another file.
+  pages those files become, ``<!-- include: FILE#section -->`` inserts a section of another file, and doctest
+  blocks are shown with the ``pycon`` lexer, so that the copy button leaves out prompts and outputs;
+* :func:`on_post_build`: the search index and the search worker as scripts, so that the site searches when it
+  is opened from disk (``file://``; ``docs/javascripts/file-search.js`` starts the worker).
 
 So every page stays valid Markdown on GitHub, and nothing is copied: the site reads the cards, the README and
 the declarations when it is built (``movers docs``; ``tests/test_site.py`` builds it in strict mode).
@@ -39,8 +42,8 @@ from ..core.spec import MetricSpec
 from ..integrations.cards import option_rows
 from ..pipeline.call import MetricFunction, signature_of
 
-__all__ = ["on_config", "on_files", "on_page_markdown", "site_map", "reference_pages", "public_names", "relink",
-           "include", "RestRoles", "PublicName"]
+__all__ = ["on_config", "on_files", "on_page_markdown", "on_post_build", "site_map", "reference_pages",
+           "public_names", "relink", "include", "doctest_lexer", "RestRoles", "PublicName", "SEARCH_WORKER"]
 
 CARDS = "cards"
 """The folder of the metric cards (the one source of each metric's page and evaluate module README)."""
@@ -156,6 +159,22 @@ def include(text: str, source: str, page: str, repo: Path, mapping: dict[str, st
     return _INCLUDE.sub(insert, text)
 
 
+_PYTHON_FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```[ \t]*$", re.S | re.M)
+
+
+def doctest_lexer(text: str) -> str:
+    """`text` with each ```python block that holds ``>>>`` lines marked ```pycon: Pygments' console lexer
+    marks the prompts and the printed output, which the site's copy button leaves out (``extra.css``). The
+    sources keep ```python (GitHub, the Hub and ``tests/test_docs.py`` read them)."""
+
+    def mark(match: re.Match[str]) -> str:
+        if not re.search(r"^>>> ", match.group(2), re.M):
+            return match.group(0)
+        return "```pycon" + match.group(0)[len("```python"):]
+
+    return _PYTHON_FENCE.sub(mark, text)
+
+
 # ------------------------------------------------------------------------------------------ MkDocs events
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
@@ -202,7 +221,30 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         source = f"{docs}/{site}"
     else:
         return markdown  # a generated page: its links are site paths already
-    return relink(include(markdown, source, site, repo, mapping, docs), source, site, mapping, docs)
+    return doctest_lexer(relink(include(markdown, source, site, repo, mapping, docs), source, site, mapping, docs))
+
+
+SEARCH_WORKER = "search/worker.js"
+"""Where :func:`on_post_build` writes Material's search worker as a string (``docs/javascripts/file-search.js``
+reads it when the site is opened from disk)."""
+
+
+def on_post_build(config: MkDocsConfig) -> None:
+    """Write what the search needs from ``file://``: the index as a script (``search/search_index.js``, which
+    Material's bundle loads from a file instead of fetching the JSON) and the worker's source as a string
+    (:data:`SEARCH_WORKER`), which a browser cannot start from a file URL."""
+    import json
+
+    site = Path(config.site_dir)
+    index = site / "search" / "search_index.json"
+    workers = sorted(p for p in (site / "assets" / "javascripts" / "workers").glob("search.*.js"))
+    if not index.is_file() or not workers:
+        raise PluginError("docs: the site has no search index or search worker; mkdocs.yml's search plugin and "
+                          "the Material theme write them.")
+    (site / "search" / "search_index.js").write_text("var __index = " + index.read_text(encoding="utf-8"),
+                                                     encoding="utf-8")
+    source = workers[0].read_text(encoding="utf-8")
+    (site / SEARCH_WORKER).write_text(f"var __moversSearchWorker = {json.dumps(source)};\n", encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------- API reference

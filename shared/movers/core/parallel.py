@@ -35,9 +35,14 @@ def transport_threads(requested: int | None = None) -> int:
         return requested
     env = os.environ.get(THREADS_ENV, "").strip()
     if env:
-        if not env.isdigit() or int(env) < 1:
+        # str.isdigit() accepts digits int() refuses ('²'): parse, and name the variable either way
+        try:
+            threads = int(env) if env.isascii() else 0
+        except ValueError:
+            threads = 0
+        if threads < 1:
             raise ValueError(f"movers: ${THREADS_ENV} must be an integer >= 1, got {env!r}.")
-        return int(env)
+        return threads
     import torch
 
     return max(1, torch.get_num_threads())

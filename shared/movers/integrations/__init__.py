@@ -5,3 +5,29 @@ The evaluate modules (generated from each spec) and their registration for offli
 ``movers space build``, and the LLM evaluation harnesses (``lm_eval``, ``inspect_ai``, ``mlflow``: optional
 extras, imported only when asked for). Reads every metric fact from the registry (:mod:`movers.metrics`).
 """
+
+from __future__ import annotations
+
+__all__ = ["missing_extra"]
+
+
+def missing_extra(module: str, package: str, extra: str) -> str:
+    """The message of the ImportError that `module` raises when the optional `package` is missing: the extra that
+    brings it, and the requirement that extra declares (read from movers' installed metadata, so the versions are
+    stated once, in pyproject.toml)."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    wanted = package
+    try:
+        for line in importlib.metadata.requires("movers") or ():
+            req = Requirement(line)
+            if canonicalize_name(req.name) == canonicalize_name(package) and req.marker is not None \
+                    and req.marker.evaluate({"extra": extra}):
+                wanted = f"{req.name}{req.specifier}"
+                break
+    except importlib.metadata.PackageNotFoundError:  # a source checkout on sys.path, not installed
+        pass
+    return f"{module} needs {package}: pip install 'movers[{extra}]' (or pip install '{wanted}')."

@@ -119,9 +119,10 @@ class MoversMetric(evaluate.Metric):
         batch = self._movers_check([prediction], [reference], columns, single=True)
         with self._movers_lock:
             fresh = self.writer is None
-            try:
-                return super().add(prediction=batch["predictions"][0], reference=batch["references"][0],
-                                   **{k: col[0] for k, col in batch.items() if k not in ("predictions", "references")})
+            try:  # written as a batch of one: datasets before 5.0 writes a batch before the single examples
+                # added ahead of it (ArrowWriter.write_batch did not flush them), so add() then add_batch()
+                # would score the segments out of order
+                return super().add_batch(**batch)
             except BaseException:
                 if fresh:
                     self._movers_discard()

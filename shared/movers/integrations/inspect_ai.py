@@ -29,12 +29,13 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from . import missing_extra
+
 try:
     from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
     from inspect_ai.solver import TaskState
 except ImportError as err:  # an optional extra
-    raise ImportError("movers.integrations.inspect_ai needs inspect-ai: pip install 'movers[inspect]' "
-                      "(or pip install inspect-ai).") from err
+    raise ImportError(missing_extra("movers.integrations.inspect_ai", "inspect-ai", "inspect")) from err
 try:  # the name Inspect's decorators register (a private helper of 0.3.x)
     from inspect_ai._util.registry import registry_name as _inspect_name
 except ImportError:  # gone in a later Inspect: trust it to prefix the package
@@ -62,9 +63,10 @@ def corpus() -> Metric:
     """The corpus score of a movers scorer's samples: one ``movers.<slug>`` call on all of them (the slug and
     options are read from each Score's metadata, which the movers scorers write)."""
 
-    def compute(scores: list[SampleScore]) -> float:
-        if not scores:
-            raise ValueError("movers/corpus: no scored samples.")
+    def compute(scores: list[SampleScore]) -> float | dict[str, float]:
+        if not scores:  # Inspect asks every metric for a value on zero samples (before any is scored): an empty
+            return {}   # mapping is its "no value" (it shows what it shows for any metric then), not a warning
+
         first = scores[0].score.metadata or {}
         if _KEY not in first:
             raise ValueError(f"movers/corpus: needs the scores of a movers scorer (movers/<slug>), got a Score "

@@ -30,18 +30,19 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from . import missing_extra
+
 try:
     import lm_eval.api.metrics  # noqa: F401  (lm-eval's own metrics: its registries fill lazily only while empty)
     from lm_eval.api import registry as lm_registry
 except ImportError as err:  # an optional extra
-    raise ImportError("movers.integrations.lm_eval needs lm-eval: pip install 'movers[lm-eval]' "
-                      "(or pip install 'lm-eval>=0.4.8,<0.5').") from err
+    raise ImportError(missing_extra("movers.integrations.lm_eval", "lm-eval", "lm-eval")) from err
 
 from .. import metrics as registry
 from ..core.spec import MetricSpec
 from .harness import corpus_metric
 
-__all__ = ["register", "metric_name", "document_metric", "aggregation", "TASKS", "PREFIX", "SIGNATURE"]
+__all__ = ["register", "metric_name", "document_metric", "aggregation", "local_json", "TASKS", "PREFIX", "SIGNATURE"]
 
 logger = logging.getLogger("movers")
 
@@ -133,6 +134,28 @@ def aggregation(metric: str | MetricSpec) -> Any:
     if spec.slug not in _AGGREGATION:
         _AGGREGATION[spec.slug] = _Aggregation(spec)
     return _AGGREGATION[spec.slug]
+
+
+def local_json(folder: str | Path, data_files: str | dict[str, str] | None = None, **_: Any) -> Any:
+    """A task's JSON lines as a ``datasets.DatasetDict`` (lm-eval's ``custom_dataset``): each relative path of
+    `data_files` ({split: path}, or one path for the ``test`` split) is read from `folder` (the task's own folder)
+    when the file is there, else from the working directory. lm-eval's ``dataset_path: json`` reads relative
+    paths from the working directory only, so a task copied elsewhere would not find its data."""
+    import datasets
+
+    if data_files is None:
+        raise ValueError("movers lm-eval task: `dataset_kwargs.data_files` must name the task's JSON lines file(s).")
+    files = {"test": data_files} if isinstance(data_files, str) else dict(data_files)
+    resolved = {}
+    for split, name in files.items():
+        path = Path(name).expanduser()
+        if not path.is_absolute():
+            path = Path(folder, name) if Path(folder, name).is_file() else Path.cwd() / name
+        if not path.is_file():
+            raise FileNotFoundError(f"movers lm-eval task: data file {name!r} of split {split!r} was found neither "
+                                    f"beside the task ({folder}) nor in the working directory ({Path.cwd()}).")
+        resolved[split] = str(path)
+    return datasets.load_dataset("json", data_files=resolved)
 
 
 def register() -> list[str]:

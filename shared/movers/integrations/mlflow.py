@@ -9,8 +9,10 @@
 the whole evaluation set and scores it in one ``movers.<slug>`` call: ``result.metrics["<name>"]`` is the
 metric's corpus score (per-call IDF, TWMD's batch centring and ΔBLEU's corpus counts included), the
 per-row scores of that call are the ``<name>/score`` column of the eval table, and the call's signature is
-the run tag ``movers.<name>.signature``. A targets column may hold lists (several references per row); a
-column named like a metric's extra input (ΔBLEU's ``reference_weights``) is passed too.
+the run tag ``movers.<name>.signature``. A targets column may hold several references per row: lists in
+every row, or, where single reference strings stand beside them, tuples (MLflow hashes the targets column before
+any metric runs, and fails on a list beside strings: ``unhashable type: 'list'``). A column named like a metric's
+extra input (ΔBLEU's ``reference_weights``) is passed too.
 
 MLflow calls ``eval_fn`` on the first row alone before the whole set (a probe); the probe's score is
 replaced by the full call's, and its empty-generation warning is held back unless the set is that one row.
@@ -29,12 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from . import missing_extra
+
 try:
     import mlflow
     from mlflow.metrics import MetricValue, make_metric
 except ImportError as err:  # an optional extra
-    raise ImportError("movers.integrations.mlflow needs mlflow: pip install 'movers[mlflow]' "
-                      "(or pip install mlflow).") from err
+    raise ImportError(missing_extra("movers.integrations.mlflow", "mlflow", "mlflow")) from err
 
 from .. import metrics as registry
 from ..core.spec import MetricSpec

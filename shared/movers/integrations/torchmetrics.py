@@ -38,11 +38,12 @@ from typing import Any
 
 import torch
 
+from . import missing_extra
+
 try:
     import torchmetrics
 except ImportError as err:  # an optional extra
-    raise ImportError("movers.torchmetrics needs torchmetrics: pip install 'movers[lightning]' "
-                      "(or pip install torchmetrics).") from err
+    raise ImportError(missing_extra("movers.torchmetrics", "torchmetrics", "lightning")) from err
 from torchmetrics.utilities.data import dim_zero_cat
 
 from .. import metrics as registry
@@ -108,7 +109,8 @@ class TextMetric(torchmetrics.Metric):
         optionally `indices` (each example's position in the dataset; see the module docs) and, for metrics
         that take them (ΔBLEU), `reference_weights` shaped like the references."""
         name = self.spec.slug
-        preds, refs = v.check_pairs(name, list(preds), _listed(target), allow_empty_text=True)
+        # checked as given: list() of a str, dict or set would score its characters, keys or hash order
+        preds, refs = v.check_pairs(name, preds, _listed(target), allow_empty_text=True)
         n = len(preds)
         if indices is None:
             index = torch.full((n,), -1, dtype=torch.int64)
@@ -150,13 +152,26 @@ class TextMetric(torchmetrics.Metric):
         """Move the states with the module (``.to(device)``, ``.cuda()``) but never change their dtype: they
         are texts as UTF-8 bytes with int64 lengths and counts, and float64 reference weights, which
         ``set_dtype(torch.float16)`` or a half-precision ``.to`` would round (a byte length above 2,048 in
-        float16, 256 in bfloat16), shifting every text boundary after it. The score is float64 either way."""
+        float16, 256 in bfloat16), shifting every text boundary after it. The score is float64 either way: the
+        score torchmetrics caches after ``compute`` (and ``forward``'s) moves with the module but keeps float64,
+        where torchmetrics would round it to the new dtype."""
+        computed, forwarded = self._computed, self._forward_cache
         this = super()._apply(fn, exclude_state=(*exclude_state, *_STATES))
         device = fn(torch.zeros(1, device=self.device)).device
         for key in _STATES:
             value = getattr(this, key)
             setattr(this, key, value.to(device) if isinstance(value, torch.Tensor) else [t.to(device) for t in value])
+        self._computed = computed.to(device) if isinstance(computed, torch.Tensor) else computed  # this is self
+        self._forward_cache = forwarded.to(device) if isinstance(forwarded, torch.Tensor) else forwarded
         return this
+
+    def merge_state(self, incoming_state: dict[str, Any] | torchmetrics.Metric) -> None:
+        """torchmetrics' ``merge_state``: the segments of `incoming_state` join this metric's (before them: the
+        order torchmetrics gives concatenated states), and the score cached by an earlier ``compute`` is dropped,
+        so the next ``compute`` scores the merged corpus."""
+        super().merge_state(incoming_state)
+        self._computed = None
+        self.result = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()

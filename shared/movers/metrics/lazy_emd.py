@@ -15,7 +15,7 @@ the reference's. Limits (tested): λc = λr = ∞ is the entropic EMD (→ WMD a
 preset      source                                                 settings
 =========== ====================================================== =====================================
 "tuned"     the original's code, strengths chosen on the           plan entries with C >= 0.999 zeroed
-            development sets (issue 22; the card)                  after solving; λc = 3.68, λr = 4.96
+            development sets (2026-11-24; the card)                after solving; λc = 3.68, λr = 4.96
                                                                    (16 × the original's) (default)
 "original"  Beastlyprime/lazy_emd HEAD 1e9a256 (``Scorer``)        the same mask; λc = 0.23, λr = 0.31
 "paper"     the formula above                                      no mask; λc = 0.23, λr = 0.31
@@ -78,7 +78,7 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {
-    # 16 x the original's strengths (same ratio): the development sets' choice (issue 22, card)
+    # 16 x the original's strengths (same ratio): the development sets' choice (2026-11-24; docs/development.md)
     "tuned": Preset(mask=MASK_THRESHOLD, reg_candidate=3.68, reg_reference=4.96),
     "original": Preset(mask=MASK_THRESHOLD, reg_candidate=0.23, reg_reference=0.31),
     "paper": Preset(mask=None, reg_candidate=0.23, reg_reference=0.31),
@@ -271,7 +271,7 @@ class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
     reference_urls = ("https://www.ijcai.org/proceedings/2020/516",)
     higher_is_better = False
     bench_options = {"idf": True}
-    original_options = {"preset": "original"}  # the authors' KL strengths (issue 22 chose "tuned")
+    original_options = {"preset": "original"}  # the authors' KL strengths (the default until 2026-11-24)
     long_text_study = LongTextStudy({"reg_reference": 0.0}, """the article's marginal freed (reg_reference=0):
         the summary (rows, the source) keeps its marginal at the tuned strength and sends its mass to whichever
         article tokens are nearest; the article need not be covered""")

@@ -55,7 +55,8 @@ __all__ = ["MOVERSCORE", "MoverScoreOptions", "moverscore_from_embeddings", "mov
            "moverscore_kept", "PRESETS", "DEFAULT_PRESET"]
 
 DEFAULT_PRESET = "1.0.3"
-"""Chosen on the development sets (issue 14): 1 - d correlates better than 1/(1 + d) under Pearson (card)."""
+"""Chosen on the development sets (2026-11-23; docs/development.md): 1 - d correlates better than 1/(1 + d)
+under Pearson."""
 
 Cost = Literal["euclidean", "sqeuclidean", "cosine"]
 Transform = Literal["1-d", "1/(1+d)", "exp(-d)", "d"]

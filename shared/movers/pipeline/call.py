@@ -263,8 +263,12 @@ def _rescale(spec: MetricSpec, o: Any, name: str, result: Scores, inputs: Inputs
     elif baseline == "bundled":
         entry = bundled_baselines().get(spec.slug)
         mine = settings_of(result.signature)
-        if entry is None or entry["settings"] != mine:
-            raise ValueError(f"{name}: `baseline='bundled'` was computed with {entry and entry['settings']!r}, "
+        if entry is None:
+            raise ValueError(f"{name}: no baseline is bundled for {spec.slug} (bundled: "
+                             f"{', '.join(sorted(bundled_baselines()))}); pass baseline='fit' (fitted on your "
+                             f"texts) or a number.")
+        if entry["settings"] != mine:
+            raise ValueError(f"{name}: `baseline='bundled'` was computed with {entry['settings']!r}, "
                              f"but this call uses {mine!r}; pass baseline='fit' (fitted on your texts) or a number.")
         b, label = float(entry["baseline"]), f"bundled[{entry['corpus_id']},b={format_float(entry['baseline'])}]"
     else:

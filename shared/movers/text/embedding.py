@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from packaging.version import Version  # a dependency of transformers
 from torch import Tensor
 
 from ..core import cache as _cache
@@ -244,13 +245,30 @@ def load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -
     return _cache.cached(key, lambda: _load_backbone(model, device, dtype))
 
 
+def _layer_list(layer: Any) -> tuple[int, ...]:
+    """`layer` (an int or a non-empty list of ints) as a tuple, or a TypeError/ValueError naming it: a float or a
+    string is refused here, before anything iterates it into a confusing message."""
+    if isinstance(layer, (list, tuple, range)):
+        spec = tuple(layer)
+    elif isinstance(layer, int):
+        spec = (layer,)
+    else:
+        raise TypeError(f"Encoder: `layer` must be an int or a list of ints, got {layer!r}.")
+    if not spec:
+        raise ValueError("Encoder: `layer` must be an int or a non-empty list of ints, got [].")
+    for one in spec:
+        if isinstance(one, bool) or not isinstance(one, int):
+            raise TypeError(f"Encoder: `layer` must be an int or a list of ints, got {one!r}.")
+    return spec
+
+
 def load_encoder(model: str | os.PathLike | None = None, *, layer: LayerSpec = -1,
                  device: str | int | torch.device | None = None, dtype: torch.dtype = torch.float32,
                  long_texts: LongTexts = DEFAULT_LONG_TEXTS, window_size: int | None = None,
                  window_overlap: float = 0.5) -> Encoder:
     """The :class:`Encoder` for these settings, created once per process and loaded now (so a bad
     model or layer fails here, with a clear message). Metrics use it; clear with :func:`clear_encoder_cache`."""
-    spec = layer if isinstance(layer, int) else tuple(layer)
+    spec = _layer_list(layer)
     key = ("encoder", None if model is None or str(model) == DEFAULT_MODEL else str(model), spec,
            resolve_device(device), dtype, long_texts, window_size, window_overlap)
 
@@ -288,7 +306,9 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
     config = loading(lambda: transformers.AutoConfig.from_pretrained(path, **kwargs))
 
     def load_weights() -> torch.nn.Module:
-        net = loading(lambda: transformers.AutoModel.from_pretrained(path, dtype=dtype, **kwargs))
+        # transformers 4.56 renamed `torch_dtype` to `dtype` (the old name warns from then on)
+        named = "dtype" if Version(transformers.__version__).release >= (4, 56) else "torch_dtype"
+        net = loading(lambda: transformers.AutoModel.from_pretrained(path, **{named: dtype}, **kwargs))
         return net.eval().to(device)
 
     limit = getattr(config, "max_position_embeddings", None) or 512
@@ -457,13 +477,8 @@ class Encoder:
     def layers(self) -> tuple[int, ...]:
         """The requested layers as non-negative hidden_states indices (validated against the model)."""
         n = self.backbone.num_layers
-        spec = [self._layer] if isinstance(self._layer, int) else list(self._layer)
-        if not spec:
-            raise ValueError("Encoder: `layer` must be an int or a non-empty list of ints, got [].")
         out = []
-        for layer in spec:
-            if isinstance(layer, bool) or not isinstance(layer, int):
-                raise TypeError(f"Encoder: `layer` must be an int or a list of ints, got {layer!r}.")
+        for layer in _layer_list(self._layer):
             if not -(n + 1) <= layer <= n:
                 raise ValueError(f"Encoder: `layer` must be in [{-(n + 1)}, {n}] for {self.name} "
                                  f"({n} layers + embeddings), got {layer}.")

@@ -1,0 +1,101 @@
+"""The harness pages' commands, run in an environment that has only movers and one harness extra: .ci/run
+installs ``movers[lm-eval]`` (then ``movers[inspect]``) alone into a fresh virtual environment and runs
+
+    python tests/harness_pages.py lm-eval     # or: inspect
+
+which builds the tiny local language model (tests/tiny_lm.py), runs the ``bash`` commands of that harness's
+section of docs/harnesses.md with it in a temporary folder, and checks their results against one
+``movers.<slug>`` call on the generations the harness logged. Exit status 0 when they agree."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+from tiny_lm import build_tiny_lm  # noqa: E402
+
+PAIRS = [("The cat", "The cat sat on the mat."), ("A dog", "A dog barked at the postman."),
+         ("The weather", "The weather is nice today."), ("My friend", "My friend came home late.")]
+ATOL = 1e-5  # movers.REGROUPING_ATOL: the harness's in-memory cache holds vectors of earlier calls
+
+
+def page_commands(harness: str) -> list[str]:
+    """The ``bash`` blocks of `harness`'s part of docs/harnesses.md, continuation lines joined."""
+    page = (REPO / "docs" / "harnesses.md").read_text(encoding="utf-8")
+    first = {"lm-eval": "lm-eval ", "inspect": "inspect "}[harness]
+    text = "\n".join(re.findall(r"```bash\n(.*?)```", page, re.S)).replace("\\\n", " ")
+    chosen = [" ".join(line.split()) for line in text.splitlines() if line.startswith(first)]
+    if not chosen:
+        raise SystemExit(f"docs/harnesses.md has no `{first.strip()}` command")
+    return chosen
+
+
+def run(command: str, cwd: Path, **values: str) -> subprocess.CompletedProcess:
+    for name, value in values.items():
+        command = command.replace(name, value)
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
+    print("$", command, flush=True)
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise SystemExit(f"failed ({done.returncode}): {command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+def lm_eval(folder: Path, model: Path) -> None:
+    import movers
+
+    (folder / "movers_template.jsonl").write_text(
+        "".join(json.dumps({"source": s, "reference": r}) + "\n" for s, r in PAIRS), encoding="utf-8")
+    (command,) = page_commands("lm-eval")
+    done = run(command + " --device cpu", folder, MODEL=str(model))
+    if "aggregation is not" in done.stdout + done.stderr:
+        raise SystemExit("lm-eval warned that an aggregation is missing")
+    results = json.loads(next((folder / "results").rglob("results_*.json")).read_text())["results"]["movers_template"]
+    samples = sorted((json.loads(line) for line in next((folder / "results").rglob("samples_*.jsonl")).open()),
+                     key=lambda s: s["doc_id"])
+    preds, refs = [s["filtered_resps"][0] for s in samples], [s["target"] for s in samples]
+    check("movers_twmd", results["movers_twmd,none"], movers.twmd(preds, refs).score)
+    check("movers_moverscore", results["movers_moverscore,none"], movers.moverscore(preds, refs, idf=True).score)
+
+
+def inspect(folder: Path, model: Path) -> None:
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    import movers
+
+    (folder / "task.py").write_text(
+        "from inspect_ai import Task, task\nfrom inspect_ai.dataset import Sample\n\n\n@task\ndef pairs():\n"
+        f"    return Task(dataset=[Sample(input=s, target=r) for s, r in {PAIRS!r}])\n", encoding="utf-8")
+    for command in page_commands("inspect"):
+        log = list_eval_logs(str(folder / "logs"))
+        run(command, folder, MODEL=str(model), TASK="task.py", LOG=log[0].name if log else "LOG")
+    (log,) = list_eval_logs(str(folder / "logs"))
+    scored = read_eval_log(log.name)
+    samples = sorted(scored.samples, key=lambda s: s.id)
+    preds, refs = [s.output.completion for s in samples], [s.target for s in samples]
+    (score,) = [s for s in scored.results.scores if s.name == "twmd"]
+    check("movers/twmd", score.metrics["corpus"].value, movers.twmd(preds, refs, centering="none").score)
+
+
+def check(name: str, got: float, want: float) -> None:
+    if not abs(got - want) <= ATOL:
+        raise SystemExit(f"{name}: the harness reported {got}, one movers call gives {want}")
+    print(f"{name}: {got:.6f} = one movers call ({want:.6f})")
+
+
+def main(harness: str) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        model = build_tiny_lm(folder / "tiny", [t for pair in PAIRS for t in pair])
+        {"lm-eval": lm_eval, "inspect": inspect}[harness](folder, model)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
