@@ -217,5 +217,6 @@ def render(rows: dict[int, dict[str, Any]], items: list[str], row_words: int, th
               "|" + "---|" * (len(names) + 2)]
     for length, row in rows.items():
         lines.append(f"| {length:,} | " + " | ".join(f"{row[n]['peak_rss_mb']:.0f}" for n in ["floor", *names]) + " |")
-    lines += ["", "† bert-score truncates each text at 512 tokens: past about 400 words it scores only the start."]
+    if "bertscore" in names:
+        lines += ["", "† bert-score truncates each text at 512 tokens: past about 400 words it scores only the start."]
     return "\n".join(lines)
