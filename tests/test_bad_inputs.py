@@ -301,23 +301,27 @@ HUGE = textwrap.dedent("""
             break
     a, b = " ".join(words[:20_000]), " ".join(words[20_000:40_000])
     out = {}
-    for metric, (p, r) in [("moverscore", (a, b)), ("lazy_emd", (a, b)), ("twmd", (a, "The cat sat.")),
-                           ("sms", (a, b)), ("s_wms", (a, b)), ("delta_bleu", (a, b))]:
+    whole = {"long_texts": "window"}  # the whole text: the default reads the first window only
+    for name, (p, r, options) in [("moverscore", (a, b, whole)), ("lazy_emd", (a, b, whole)),
+                                  ("twmd", (a, "The cat sat.", whole)), ("moverscore:truncate", (a, b, {})),
+                                  ("sms", (a, b, {})), ("s_wms", (a, b, {})), ("delta_bleu", (a, b, {}))]:
+        metric = name.split(":")[0]
         start = time.perf_counter()
         try:
-            res = getattr(movers, metric)([p], [r])
-            out[metric] = ["score", res.scores[0] if res.scores else res.score]
+            res = getattr(movers, metric)([p], [r], **options)
+            out[name] = ["score", res.scores[0] if res.scores else res.score]
         except Exception as err:
-            out[metric] = [type(err).__name__, str(err)[:400]]
-        out[metric].append(round(time.perf_counter() - start, 1))
+            out[name] = [type(err).__name__, str(err)[:400]]
+        out[name].append(round(time.perf_counter() - start, 1))
     print(json.dumps(out))
 """)
 
 
 @pytest.mark.slow
 def test_huge_texts_fail_early_or_fit_in_memory(tmp_path):
-    """20,000-word texts in a subprocess limited to 6 GiB of address space: the three token-level
-    metrics refuse before the model runs (they would need 5+ GiB per matrix), the others score."""
+    """20,000-word texts in a subprocess limited to 6 GiB of address space: read whole, the three token-level
+    metrics refuse before the model runs (they would need 5+ GiB per matrix); the others, and MoverScore at its
+    default (the first window), score."""
     from .conftest import data_path
 
     docs = data_path("summeval/summeval_docs.jsonl")
@@ -330,6 +334,6 @@ def test_huge_texts_fail_early_or_fit_in_memory(tmp_path):
         kind, message, seconds = out[metric]
         assert kind == "ValueError" and "MAX_TRANSPORT_ENTRIES" in message, out[metric]
         assert seconds < 30, out[metric]  # from the tokenizer alone, not after embedding 20k words
-    for metric in ("sms", "s_wms", "delta_bleu"):
+    for metric in ("sms", "s_wms", "delta_bleu", "moverscore:truncate"):
         kind, value, _ = out[metric]
         assert kind == "score" and math.isfinite(value), out[metric]

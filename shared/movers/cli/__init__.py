@@ -14,6 +14,7 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers bench baselines ...       recompute the shipped rescaling baselines (movers/data/baselines.json)
     movers bench scale ...           peak memory vs corpus size, throughput with 1 and 2 processes
     movers bench systems ...         several systems and repeated evaluations, with and without the cache
+    movers bench long-texts ...      how to read texts longer than the encoder's window, on summaries vs sources
     movers space build <slug|all> <dir>   Hugging Face Space folders (see movers.space)
     movers cache info|clear [--cache DIR]   an embedding cache folder (movers score --cache DIR, MOVERS_CACHE)
     movers lm-eval tasks             print the lm-evaluation-harness task folder (lm-eval run --include_path DIR)
@@ -105,11 +106,13 @@ def _bench(argv: list[str]) -> int:
 
         return run_ray(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("speed", "correlation", "suite", "scale",
-                                                                  "systems", "validation"):
-        print("usage: movers bench {speed,correlation,suite,validation,scale,systems,baselines,ray} [options]\n"
+                                                                  "systems", "validation", "long-texts"):
+        print("usage: movers bench {speed,correlation,suite,validation,long-texts,scale,systems,baselines,ray} "
+              "[options]\n"
               "  movers bench correlation --data SET --metric SLUG[=JSON] [...]\n"
               "  movers bench suite --suite {dev,validation} --metric SLUG[=JSON] [...]\n"
               "  movers bench validation [--model DIR --encoder NAME] | --render DIR [--write]\n"
+              "  movers bench long-texts [--split {dev,validation}] | --render JSON [--write]\n"
               "  movers bench speed --metric SLUG [options of that benchmark]   (vs the original)\n"
               "  movers bench speed --generic --metric SLUG [...] [--against DIR]   (time, memory, floor)\n"
               "  movers bench speed --lengths 50,200,800,2000 [--threads N] [--metric SLUG ...]   (long texts)\n"
@@ -143,6 +146,14 @@ def _bench(argv: list[str]) -> int:
         from ..bench.validation import main as validation
 
         return validation(rest)
+    if kind == "long-texts":
+        from ..bench.long_texts import main as long_texts
+
+        try:
+            return long_texts(rest)
+        except FileNotFoundError as e:
+            print(f"movers bench long-texts: error: {e}", file=sys.stderr)
+            return 2
     from .. import metrics as registry
 
     if "--lengths" in rest:  # every metric by text length, beside the floor and bert-score

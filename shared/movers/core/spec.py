@@ -22,7 +22,7 @@ from . import validation as v
 from .options import OptionField, option_fields
 from .result import Scores
 
-__all__ = ["MetricSpec", "Inputs", "Output", "Example", "SEGMENT_OUTPUTS"]
+__all__ = ["MetricSpec", "Inputs", "Output", "Example", "SEGMENT_OUTPUTS", "LongTextStudy"]
 
 OptionsT = TypeVar("OptionsT")
 
@@ -72,6 +72,23 @@ class Example:
     predictions: str
     references: str
     weights: str = ""
+
+
+@dataclass(frozen=True)
+class LongTextStudy:
+    """How ``movers bench long-texts`` scores a metric on summaries against their source articles.
+
+    ``options``: the settings scored (SMS: its contextual encoder). ``partial``: the options, and ``output`` the
+    output read, of the metric's transport that fits a short text against a long one, described by ``partial``
+    with its direction. ``windows``: whether the metric reads a whole text with the encoder, so that the ways
+    of reading a text longer than the window apply (False: SMS embeds one sentence at a time).
+    """
+
+    partial: Mapping[str, Any]
+    partial_label: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    output: str = "scores"
+    windows: bool = True
 
 
 class MetricSpec(ABC, Generic[OptionsT]):
@@ -128,6 +145,8 @@ class MetricSpec(ABC, Generic[OptionsT]):
     """The options that restore the original implementation's settings where the default departs from them
     (``{}``: the default is the original's). ``movers bench validation`` scores the default and, when this is
     not empty, the original's settings beside it; None leaves the metric out of the validation tables."""
+    long_text_study: ClassVar[LongTextStudy | None] = None
+    """How the long-text study (``movers bench long-texts``) scores the metric; None leaves it out."""
     exports: ClassVar[Mapping[str, Any]] = {}
     """Public names of the metric file (``movers.<name>``), e.g. a table class to fit."""
 

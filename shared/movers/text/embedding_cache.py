@@ -7,7 +7,9 @@ set with one new system encodes only the new system's texts.
 * An entry is one text's encoder output (wordpieces, ids, special flags, float32 vectors), keyed by the text
   and the encoder's *namespace*: everything that can change a vector (the model files' content fingerprint
   and name with revision, the layer(s) and their aggregation, dtype, device type, window and long-text
-  handling, the torch and transformers versions; :meth:`movers.Encoder.cache_namespace`).
+  handling, the torch and transformers versions; :meth:`movers.Encoder.cache_namespace`). A text that fits one
+  window reads the same under every long-text handling and is keyed without it
+  (:attr:`movers.Encoder.single_pass_namespace`).
 * A hit returns the stored vectors as they were stored, so a run whose vectors all come from the cache equals
   the run that stored them, bit for bit; a run that encodes only its new texts puts them in other encoder
   batches and agrees with a cacheless run to float32 rounding (:data:`movers.core.result.REGROUPING_ATOL`).

@@ -1,6 +1,7 @@
 """Optimal-transport solvers shared by the metrics: one result type, numpy or torch in, same type out.
 
-* :func:`emd` (``exact``): exact OT, network simplex (POT's C++ solver, float64); MoverScore, SMS.
+* :func:`emd` (``exact``): exact OT, network simplex (POT's C++ solver, float64); MoverScore, SMS;
+  :func:`partial_emd`: the lighter side moved whole into the heavier one (unequal masses).
 * :func:`unbalanced_sinkhorn_batch` (``unbalanced``): entropic OT with two KL-relaxed marginals, log
   domain, batched ``[B, n, m]``; Lazy-EMD.
 * :func:`tempered_sides` (``tempered``): tempered Sinkhorn and relaxed soft alignments; TWMD/TRWMD.
@@ -15,10 +16,10 @@ masses, what an empty side scores) belong to the metrics, not here: the solvers 
 from __future__ import annotations
 
 from .common import Transport
-from .exact import emd
+from .exact import emd, partial_emd
 from .ragged import buckets, pad, solve_ragged
 from .tempered import smoothed_max_sides, tempered_plans, tempered_sides
 from .unbalanced import OVERRELAXATION, unbalanced_sinkhorn_batch
 
-__all__ = ["Transport", "emd", "unbalanced_sinkhorn_batch", "tempered_plans", "tempered_sides",
+__all__ = ["Transport", "emd", "partial_emd", "unbalanced_sinkhorn_batch", "tempered_plans", "tempered_sides",
            "smoothed_max_sides", "pad", "buckets", "solve_ragged", "OVERRELAXATION"]
