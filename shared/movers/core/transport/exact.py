@@ -29,15 +29,7 @@ def emd(a, b, cost, *, max_iter: int = 1_000_000, return_plan: bool = True) -> T
     """
     import ot  # here, not at import: POT's package import pulls scikit-learn (~160 MB) for solvers TWMD never uses
 
-    nx = ot.backend.get_backend(a, b, cost)
-    a64, b64, c64 = (np.ascontiguousarray(nx.to_numpy(x), dtype=np.float64) for x in (a, b, cost))
-    if a64.ndim != 1 or b64.ndim != 1 or c64.shape != (a64.shape[0], b64.shape[0]):
-        raise ValueError(f"emd: shapes must be a [n], b [m], cost [n, m], got {a64.shape}, {b64.shape}, "
-                         f"{c64.shape}.")
-    if (a64 < 0).any() or (b64 < 0).any() or not (np.isfinite(a64).all() and np.isfinite(b64).all()):
-        raise ValueError("emd: masses `a` and `b` must be finite and non-negative.")
-    if not np.isfinite(c64).all():
-        raise ValueError("emd: `cost` must be finite.")
+    a64, b64, c64 = _float64_inputs("emd", a, b, cost)
     sa, sb = a64.sum(), b64.sum()
     if not (sa > 0 and abs(sa - sb) <= 1e-9 * max(sa, sb)):
         raise ValueError(f"emd: masses `a` and `b` must have the same positive total, got {sa!r} and {sb!r}; "
@@ -47,12 +39,7 @@ def emd(a, b, cost, *, max_iter: int = 1_000_000, return_plan: bool = True) -> T
                        check_marginals=False)
     if log["warning"] is not None:
         raise RuntimeError(f"emd: solver stopped before optimality: {log['warning']}")
-    value = float((plan * c64).sum())
-    if isinstance(cost, Tensor):
-        return Transport(cost=torch.tensor(value, dtype=torch.float64, device=cost.device),
-                         plan=torch.from_numpy(plan).to(cost.device) if return_plan else None,
-                         converged=True, iterations=0)
-    return Transport(cost=np.float64(value), plan=plan if return_plan else None, converged=True, iterations=0)
+    return _result(plan, c64, cost, return_plan)
 
 
 def partial_emd(a, b, cost, *, max_iter: int = 1_000_000, return_plan: bool = True) -> Transport:
@@ -72,15 +59,7 @@ def partial_emd(a, b, cost, *, max_iter: int = 1_000_000, return_plan: bool = Tr
     """
     import ot
 
-    nx = ot.backend.get_backend(a, b, cost)
-    a64, b64, c64 = (np.ascontiguousarray(nx.to_numpy(x), dtype=np.float64) for x in (a, b, cost))
-    if a64.ndim != 1 or b64.ndim != 1 or c64.shape != (a64.shape[0], b64.shape[0]):
-        raise ValueError(f"partial_emd: shapes must be a [n], b [m], cost [n, m], got {a64.shape}, {b64.shape}, "
-                         f"{c64.shape}.")
-    if (a64 < 0).any() or (b64 < 0).any() or not (np.isfinite(a64).all() and np.isfinite(b64).all()):
-        raise ValueError("partial_emd: masses `a` and `b` must be finite and non-negative.")
-    if not np.isfinite(c64).all():
-        raise ValueError("partial_emd: `cost` must be finite.")
+    a64, b64, c64 = _float64_inputs("partial_emd", a, b, cost)
     flow = float(min(a64.sum(), b64.sum()))
     if not flow > 0:
         raise ValueError("partial_emd: both sides must have a positive total mass.")
@@ -89,6 +68,27 @@ def partial_emd(a, b, cost, *, max_iter: int = 1_000_000, return_plan: bool = Tr
     except ValueError as err:  # POT reports a stopped solver this way
         raise RuntimeError(f"partial_emd: solver stopped before optimality: {err}") from None
     plan /= flow
+    return _result(plan, c64, cost, return_plan)
+
+
+def _float64_inputs(name: str, a, b, cost) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a``, ``b`` and ``cost`` as contiguous float64 arrays, checked (shapes, finite, non-negative masses)."""
+    import ot
+
+    nx = ot.backend.get_backend(a, b, cost)
+    a64, b64, c64 = (np.ascontiguousarray(nx.to_numpy(x), dtype=np.float64) for x in (a, b, cost))
+    if a64.ndim != 1 or b64.ndim != 1 or c64.shape != (a64.shape[0], b64.shape[0]):
+        raise ValueError(f"{name}: shapes must be a [n], b [m], cost [n, m], got {a64.shape}, {b64.shape}, "
+                         f"{c64.shape}.")
+    if (a64 < 0).any() or (b64 < 0).any() or not (np.isfinite(a64).all() and np.isfinite(b64).all()):
+        raise ValueError(f"{name}: masses `a` and `b` must be finite and non-negative.")
+    if not np.isfinite(c64).all():
+        raise ValueError(f"{name}: `cost` must be finite.")
+    return a64, b64, c64
+
+
+def _result(plan: np.ndarray, c64: np.ndarray, cost, return_plan: bool) -> Transport:
+    """The plan's cost (and the plan, if asked) in the type of the input ``cost``."""
     value = float((plan * c64).sum())
     if isinstance(cost, Tensor):
         return Transport(cost=torch.tensor(value, dtype=torch.float64, device=cost.device),
