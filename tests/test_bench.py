@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import numpy as np
@@ -211,7 +212,9 @@ def test_suite_cli_tables_and_cache(tmp_path, capsys):
     data_path("bagel")
     args = ["bench", "suite", "--set", "bagel", "--metric", "sentbleu", "--metric", 'sentbleu={"lowercase": true}',
             "--bootstrap", "100", "--out", str(tmp_path)]
+    environment = dict(os.environ)
     assert main(args) == 0
+    assert dict(os.environ) == environment  # a command run in-process leaves its caller's environment alone
     out = capsys.readouterr().out
     assert "| sentbleu | 0.144 [" in out  # mean Spearman over the 3 criteria: (.162 + .154 + .117) / 3
     assert 'Difference to `sentbleu`' in out

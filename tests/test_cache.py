@@ -75,8 +75,10 @@ def test_scores_with_and_without_the_cache_are_identical(slug, tmp_path):
 
 @pytest.mark.invariance
 def test_a_hit_returns_the_same_vectors_and_loads_no_model(tmp_path):
+    """Two processes share a cache folder: the first stores, the second loads no model and reads the same bits;
+    a third process with no cache, in the same environment, embeds the same bits (the cache changes nothing).
+    This test's own process may run other thread counts (the reproducibility rule: float32 rounding)."""
     texts = PREDS + REFS
-    want = Encoder().embed(texts).vectors
     script = f"""
 import json, sys, torch, transformers
 import movers
@@ -85,23 +87,27 @@ from movers.text.embedding_cache import using_cache
 loads = []
 original = transformers.AutoModel.from_pretrained
 transformers.AutoModel.from_pretrained = lambda *a, **k: (loads.append(a), original(*a, **k))[1]
-cache = movers.EmbeddingCache({str(tmp_path)!r})
-with using_cache(cache):
+cache = movers.EmbeddingCache({str(tmp_path / 'cache')!r}) if sys.argv[1] != "none" else movers.EmbeddingCache()
+with using_cache(cache if sys.argv[1] != "none" else None):
     vectors = Encoder().embed({texts!r}).vectors
     score = movers.moverscore({PREDS!r}, {REFS!r}).score
-torch.save(vectors, {str(tmp_path / 'v.pt')!r})
+torch.save(vectors, {str(tmp_path)!r} + f"/{{sys.argv[1]}}.pt")
 print(json.dumps({{"loads": len(loads), "score": score, "hits": cache.info().hits}}))
 """
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    runs = [run_python(script, env=env, cwd=REPO) for _ in range(2)]  # two processes, one after the other
+    runs = [run_python(script, [name], env=env, cwd=REPO) for name in ("first", "second", "none")]  # one by one
     assert all(r.returncode == 0 for r in runs), [r.stderr[-2000:] for r in runs]
-    first, second = (json.loads(r.stdout) for r in runs)
+    first, second, none = (json.loads(r.stdout) for r in runs)
     assert first["loads"] == 1 and first["hits"] == len(texts)  # the metric reads what embed() stored
     assert second["loads"] == 0 and second["hits"] == len(texts) * 2  # embed(), then the metric's own call
+    assert none["loads"] == 1 and none["hits"] == 0
     assert second["score"] == first["score"]  # both read the vectors embed() stored: bit for bit
-    assert first["score"] == regrouped(movers.moverscore(PREDS, REFS).score)  # embedded in other batches
-    got = torch.load(tmp_path / "v.pt")
-    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    assert first["score"] == regrouped(none["score"])  # the metric's texts embedded in other batches
+    stored, read, plain = (torch.load(tmp_path / f"{name}.pt") for name in ("first", "second", "none"))
+    assert all(torch.equal(a, b) and torch.equal(a, c) for a, b, c in zip(read, stored, plain, strict=True))
+    here = Encoder().embed(texts).vectors
+    assert all(torch.allclose(a, b, rtol=0, atol=1e-5) for a, b in zip(read, here, strict=True))
+    assert first["score"] == regrouped(movers.moverscore(PREDS, REFS).score)
 
 
 @pytest.mark.invariance

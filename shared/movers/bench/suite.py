@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import time
 import warnings
 from collections.abc import Sequence
@@ -311,7 +310,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cached-only", action="store_true", help="tables from cached scores only (skip sets not cached)")
     p.add_argument("--out", default="bench-out/suite")
     args = p.parse_args(argv)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.suite == "validation":
         print("> note: VALIDATION suite: final figures only, after the defaults are frozen; never for choosing them.\n")
     out = Path(args.out)
