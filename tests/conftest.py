@@ -35,6 +35,20 @@ REFERENCE = REPO / "tests" / "reference"   # the originals' outputs, committed (
 DATA = Path(os.environ.get("MOVERS_DATA") or Path(os.environ.get("MOVERS_SHARED", REPO.parent / "shared")) / "data")
 os.environ.setdefault("MOVERS_DATA", str(DATA))
 
+# The files that run longest (whole pytest sessions under other kernels, six Spaces in chromium, local Ray and
+# torchrun clusters, every page's examples, the parity runs), longest first, as timed on the project's 2-core
+# machine. pytest-xdist gives each worker one file at a time in collection order (--no-loadscope-reorder in
+# pyproject.toml; by default it orders files by their number of tests, which put the longest file last and left one
+# worker idle for three minutes): these start first and the short files fill in behind them.
+LONGEST_FIRST = ("test_any_cpu.py", "test_space.py", "test_ray.py", "test_docs.py", "test_distributed.py",
+                 "test_moverscore.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 # Tolerances (see tests/reference/README.md).
 ATOL_COUNT = 1e-9       # counting metrics (ΔBLEU)
 ATOL_EMD = 1e-7         # exact EMD costs, float64
