@@ -105,6 +105,24 @@ def test_a_killed_scoring_actor_is_restarted_and_nothing_is_lost_or_counted_twic
     assert out.signature == want.signature and out.score == regrouped(want.score)
 
 
+def test_a_data_set_read_as_one_block_is_spread_over_the_pool(cluster, one_call):
+    """A reader may return a whole data set as one block (Ray's Parquet reader does, up to 128 MiB), and a block
+    goes to one actor whole: the rows are cut into blocks of at most `block_size` first, so each actor of the pool
+    gets some. Before, one actor scored all 20 rows in one task while the other waited."""
+    import pandas as pd
+
+    from movers.integrations.ray import score
+
+    preds, refs, weights = split_pairs()
+    one_block = ray_data.from_pandas(pd.DataFrame({"prediction": preds, "reference": refs, "weights": weights}))
+    assert one_block.materialize().num_blocks() == 1
+    out = score(one_block, "delta_bleu", block_size=4, concurrency=2, num_cpus=0.5,
+                reference_weights="weights").materialize()
+    assert out.rows.num_blocks() >= N // 4  # scored in at least five tasks, not one
+    want = one_call("delta_bleu", reference_weights="weights")
+    assert out.score == want.score and sorted(out.rows.to_pandas()["delta_bleu"]) == sorted(want.scores)
+
+
 def test_refusals_name_the_reason(cluster):
     from movers.integrations.ray import score
 

@@ -203,8 +203,9 @@ class _Statistics(_FirstPass):
 
 class _StatisticsWorker(_Worker):
     """One block's partial statistics, signature, rows and references per row, as a one-row table: the block
-    is read `block_size` rows at a time (a Ray block may hold hundreds of thousands of rows) and the parts'
-    sums added here, so memory is bounded by `block_size` and the driver gets one partial per block."""
+    is read `block_size` rows at a time (:func:`score` already cuts blocks to that size; this keeps the bound
+    whatever block arrives) and the parts' sums added here, so memory is bounded by `block_size` and the driver
+    gets one partial per block."""
 
     def __init__(self, spec: MetricSpec, options: dict[str, Any], columns: _Columns, threads: int | None,
                  block_size: int) -> None:
@@ -304,7 +305,8 @@ def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
         prediction, reference: The column names.
         index: A column with each row's position in the input (0, 1, ...); needed only by batch centring
             (TWMD's default), whose runs of consecutive rows Ray's unordered blocks do not keep.
-        block_size: Rows per metric call in both passes (memory grows with it, no score depends on it).
+        block_size: Rows per block and per metric call in both passes (the data set is cut into blocks of at most
+            this many rows, so every actor of the pool gets some; memory grows with it, no score depends on it).
         concurrency: Actors (and statistics tasks at once) per pass: Ray's ``map_batches`` argument, an int or
             (min, max); None: Ray's autoscaling pool. Leave CPUs for the tasks that read the data set: a pool
             that holds every CPU of the cluster waits for reads that can never be scheduled.
@@ -354,6 +356,11 @@ def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
     actor = {"batch_format": "pyarrow", "compute": pool, "num_cpus": num_cpus, "num_gpus": num_gpus}
     common = (spec, dict(options), columns, threads)
 
+    # Blocks of at most `block_size` rows (Ray's streaming repartition: blocks split and combined as they stream,
+    # no shuffle). A reader may return a whole data set as one block (Ray's Parquet reader does, up to 128 MiB),
+    # and a block goes to one task or actor whole: without this, one actor of the pool scores every row while
+    # the others wait.
+    ds = ds.repartition(target_num_rows_per_block=block_size)
     # the statistics pass, a partial per block; only corpus centring embeds texts there (an actor pool then,
     # holding the encoder for the pass); the others read texts with a tokenizer, in plain tasks on CPUs
     statistics = (*common, block_size)
