@@ -228,15 +228,17 @@ def test_six_spaces_install_and_work_in_chromium(spaces, tmp_path_factory):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    # One venv for the six Spaces: each folder's requirements.txt is installed into it, alone, from a
-    # folder holding only that file (a Space installs it before the rest of its folder is copied in).
+    # One venv for the six Spaces: each distinct requirements.txt of their folders (today the six are one
+    # text) is installed into it, alone, from a folder holding only that file (a Space installs it before the
+    # rest of its folder is copied in); installing the same text again would change nothing.
     # --retries 0: the PyTorch CPU index is unreachable here; pip skips it and takes the same
     # torch==2.13.0+cpu from this machine's wheel folder. --no-compile: no .pyc for torch's thousands of
     # files at install time (Python writes them on import); it changes nothing that is installed.
-    for slug, folder in spaces.items():
+    distinct = {(folder / "requirements.txt").read_text(encoding="utf-8"): slug for slug, folder in spaces.items()}
+    for slug in distinct.values():
         alone = work / f"req-{slug}"
         alone.mkdir()
-        shutil.copy2(folder / "requirements.txt", alone / "requirements.txt")
+        shutil.copy2(spaces[slug] / "requirements.txt", alone / "requirements.txt")
         done = subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--no-compile", "--retries", "0", "-r",
                                "requirements.txt"], cwd=alone, env=env, capture_output=True, text=True)
         assert done.returncode == 0, f"{slug}: pip install -r requirements.txt failed:\n{done.stderr[-4000:]}"
