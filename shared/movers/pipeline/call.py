@@ -35,7 +35,7 @@ import numpy as np
 from ..core import progress
 from ..core.options import check_options, option, type_text
 from ..core.result import Scores
-from ..core.scope import current_scope
+from ..core.scope import Scope, current_scope
 from ..core.signature import Signature, format_float, nrefs_label
 from ..core.spec import Inputs, MetricSpec
 from ..core.validation import _check_list
@@ -167,16 +167,16 @@ def score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str, 
     """Score with `spec`: the steps of this module's docstring. ``movers.<metric>`` calls it."""
     predictions, references = _materialise(predictions), _materialise(references)
     scope = current_scope()
-    with scope.call():
-        return scope.finish(spec, make_options(spec, options), _score(spec, predictions, references, extra, options))
+    with scope.call():  # a sharded scope tells every rank of a failure inside, a bad option's included
+        o = make_options(spec, options)
+        return scope.finish(spec, o, _score(spec, predictions, references, extra, o, scope))
 
 
-def _score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str, Any] | None,
-           options: dict[str, Any]) -> Scores:
-    o = make_options(spec, options)
+def _score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str, Any] | None, o: Any,
+           scope: Scope) -> Scores:
     name = spec.name(o)
     _check_front(name, spec, o)
-    if getattr(o, "baseline", None) == "fit" and current_scope().partial:
+    if getattr(o, "baseline", None) == "fit" and scope.partial:
         raise ValueError(f"{name}: baseline='fit' pairs each prediction with another segment's references drawn "
                          f"from the whole call, which no rank holds here; fit it once (a call with "
                          f"baseline='fit' gives extra['baseline']) and pass that number, or baseline='bundled'.")
