@@ -147,7 +147,7 @@ def groups(records: list[dict]) -> dict[str, list[dict]]:
 def wheel(tmp_path_factory):
     """A movers wheel built from this checkout (the tests may run against an installed, non-editable movers, as in
     CI); shared by the tests that install it (the Space build, the Inspect entry point)."""
-    from movers.integrations.space import build_wheel
+    from movers.integrations.spaces.build import build_wheel
 
     return build_wheel(tmp_path_factory.mktemp("wheel"), source=REPO)
 

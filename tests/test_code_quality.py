@@ -25,7 +25,7 @@ import movers
 from .conftest import REPO
 
 PACKAGE = REPO / "shared" / "movers"
-LAYERS = ["core", "text", "pipeline", "metrics", "integrations", "cli"]
+LAYERS = ["core", "text", "pipeline", "metrics", "api", "integrations", "cli"]
 
 
 def _modules() -> list[Path]:

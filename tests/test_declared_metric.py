@@ -150,7 +150,7 @@ def test_stream_and_reward(toy, expected):
 
 
 def test_space_page_widgets(toy):
-    from movers.integrations.app import page
+    from movers.integrations.spaces.page import page
 
     widgets = {o.name: o for o in page("toy_wmd").options}
     assert widgets["layer"].kind == "number" and widgets["layer"].value(widgets["layer"].default) == -1

@@ -189,14 +189,14 @@ def test_every_printed_signature_names_the_same_library_versions():
 
 @pytest.mark.parametrize("slug", ["moverscore", "sms", "s_wms", "twmd", "lazy_emd", "delta_bleu"])
 def test_card_option_table_is_the_declaration(slug):
-    """The card's option table is generated from the spec: run `python -m movers.integrations.cards --write`."""
+    """The card's option table is generated from the spec: run `python -m movers.integrations.hub.cards --write`."""
     import movers
-    from movers.integrations.cards import sync
+    from movers.integrations.hub.cards import sync
 
     card = (REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8")
     assert sync(card, movers.metrics.get(slug)) == card, (
         f"cards/{slug}.md's option table differs from its declaration; run "
-        f"`python -m movers.integrations.cards --write`")
+        f"`python -m movers.integrations.hub.cards --write`")
 
 
 def test_the_readme_table_lists_every_registered_metric():

@@ -220,4 +220,4 @@ def test_import_writes_nothing_when_registration_is_current(tmp_path):
         assert run.returncode == 0, run.stderr
         assert _tree(tmp_path / "hf") == before
     # a changed script is registered again (the stamp no longer matches)
-    assert not movers.integrations.hub.is_registered(modules_cache=tmp_path / "other")
+    assert not movers.integrations.hub.loading.is_registered(modules_cache=tmp_path / "other")

@@ -1,4 +1,4 @@
-"""movers.integrations.inspect_ai in real Inspect runs (offline, CPU).
+"""movers.integrations.harnesses.inspect_ai in real Inspect runs (offline, CPU).
 
 ``inspect_ai.eval`` with ``mockllm/model`` (fixed generations, one empty, one sample with two references) and
 once with the tiny local GPT-2 through the ``hf/`` provider; the corpus metric equals a direct
@@ -20,7 +20,7 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage, get_model
 
 import movers
-import movers.integrations.inspect_ai as integration
+import movers.integrations.harnesses.inspect_ai as integration
 from movers.core.result import REGROUPING_ATOL
 
 from .conftest import venv_with_our_dependencies

@@ -1,4 +1,4 @@
-"""movers.integrations.lm_eval in real lm-evaluation-harness runs (offline, CPU).
+"""movers.integrations.harnesses.lm_eval in real lm-evaluation-harness runs (offline, CPU).
 
 ``simple_evaluate`` on a tiny local GPT-2 (built in the test) and a 6-row local JSONL task with two movers
 metrics, then the ``lm-eval`` command of docs/harnesses.md on the shipped task template. Expected values are
@@ -23,7 +23,7 @@ import pytest
 from lm_eval.api.model import LM
 
 import movers
-import movers.integrations.lm_eval as integration
+import movers.integrations.harnesses.lm_eval as integration
 from movers.core.result import REGROUPING_ATOL
 
 from .conftest import REPO
@@ -168,9 +168,9 @@ def test_without_lm_eval_the_error_quotes_the_extras_requirement():
         "optional-dependencies"]["lm-eval"]
     (requirement,) = [r for r in declared if r.startswith("lm-eval")]
     out = subprocess.run([sys.executable, "-c", "import sys; sys.modules['lm_eval'] = None\n"
-                          "import movers.integrations.lm_eval"], capture_output=True, text=True)
+                          "import movers.integrations.harnesses.lm_eval"], capture_output=True, text=True)
     message = out.stderr.strip().splitlines()[-1]
-    assert message.startswith("ImportError: movers.integrations.lm_eval needs lm-eval: pip install 'movers[lm-eval]' "
+    assert message.startswith("ImportError: movers.integrations.harnesses.lm_eval needs lm-eval: pip install 'movers[lm-eval]' "
                               "(or pip install 'lm-eval"), message
     quoted = re.search(r"pip install 'lm-eval([^']*)'", message).group(1)
     assert SpecifierSet(quoted) == SpecifierSet(requirement[len("lm-eval"):]), (quoted, requirement)
@@ -227,7 +227,7 @@ def _fixed_run(tmp_path, metric_list, generations=GENERATIONS, pairs=PAIRS):
 @pytest.mark.slow
 def test_empty_generations_get_the_worst_value_with_one_warning_and_the_cache_serves_a_second_run(tmp_path,
                                                                                                  monkeypatch):
-    from movers.integrations import harness
+    from movers.integrations.harnesses import common as harness
     from movers.text import embedding
 
     loads = []

@@ -1,4 +1,4 @@
-"""movers.integrations.mlflow in real ``mlflow.models.evaluate`` runs (offline: a sqlite tracking store in the
+"""movers.integrations.harnesses.mlflow in real ``mlflow.models.evaluate`` runs (offline: a sqlite tracking store in the
 test's folder, telemetry off by tests/conftest.py).
 
 ``result.metrics`` holds the corpus score, equal to a direct ``movers.<slug>`` call on the same columns, the eval
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import movers
-import movers.integrations.mlflow as integration
+import movers.integrations.harnesses.mlflow as integration
 from movers.core.result import REGROUPING_ATOL
 
 ATOL = REGROUPING_ATOL  # the harness's in-memory cache holds vectors of earlier calls: other batches

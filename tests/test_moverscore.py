@@ -338,7 +338,7 @@ def test_bad_options_are_rejected(kwargs, exc, match):
 def test_evaluate_module_defaults_match_the_core_function():
     import inspect
 
-    from movers.integrations.hub import load
+    from movers.integrations.hub.loading import load
 
     core = inspect.signature(moverscore).parameters
     wrapper = inspect.signature(load("moverscore")._compute).parameters

@@ -28,7 +28,7 @@ import torch
 
 import movers
 from movers.core.validation import MAX_TEXT_CHARS
-from movers.integrations import hub
+from movers.integrations.hub import loading as hub
 
 from .test_cli import _PATH, one_line_error, run
 
@@ -316,7 +316,7 @@ def test_a_full_disk_leaves_no_temporary_file_and_warns_once(tmp_path, monkeypat
     monkeypatch.setattr(hub, "_cache_root", lambda _=None: tmp_path / "modules")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        hub._autoregister()
+        hub.autoregister()
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1 and "No space left on device" in messages[0], messages
     assert f"could not register the evaluate modules in {tmp_path / 'modules'}" in messages[0]

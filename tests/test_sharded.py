@@ -112,7 +112,7 @@ def test_command_line_shard_refuses_a_rank_without_lines(tmp_path):
 
 
 def test_exact_sums_of_any_parts_in_any_order_are_the_bits_of_fsum():
-    from movers.core.exact import ExactSum
+    from movers.core.summation import ExactSum
 
     rng = random.Random(7)
     values = [rng.uniform(-1, 1) * 10 ** rng.randint(-30, 30) for _ in range(2000)] + [0.1] * 1000 + [5e-324]

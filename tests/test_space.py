@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from movers.integrations.app import InputError, parse_inputs
-from movers.integrations.app import page as metric_page
+from movers.integrations.spaces.page import InputError, parse_inputs
+from movers.integrations.spaces.page import page as metric_page
 from movers.metrics.delta_bleu import delta_bleu_ngrams
 from movers import __version__ as _version
-from movers.integrations.space import GRADIO_VERSION, TORCH_VERSION, build
+from movers.integrations.spaces.build import GRADIO_VERSION, TORCH_VERSION, build
 
 from .conftest import venv_with_our_dependencies as _venv_with_our_dependencies
 
@@ -167,7 +167,7 @@ def test_readme_space_build_command_after_a_plain_install(install, wheel, tmp_pa
 
 
 def test_a_failed_build_leaves_no_folder(tmp_path, monkeypatch):
-    import movers.integrations.space as space
+    import movers.integrations.spaces.build as space
 
     def no_wheel(dest, source=None):
         raise FileNotFoundError("no wheel here")

@@ -4,6 +4,6 @@ makes the deployable folder (it adds the movers wheel and a bootstrap that impor
 """
 from pathlib import Path
 
-from movers.integrations.app import launch
+from movers.integrations.spaces.page import launch
 
 launch("moverscore", card=Path(__file__).with_name("README.md"))

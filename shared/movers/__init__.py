@@ -18,11 +18,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .integrations.hub import _autoregister, _launched_as_command
-from .integrations.hub import load as load
-from .integrations.hub import module_dir as module_dir
-from .integrations.hub import module_names as module_names
-from .integrations.hub import register as register
+from .integrations.hub import loading as _loading
+from .integrations.hub.loading import load as load
+from .integrations.hub.loading import module_dir as module_dir
+from .integrations.hub.loading import module_names as module_names
+from .integrations.hub.loading import register as register
 
 __version__ = "0.1.0"
 """The version of movers (a signature's ``v:`` field)."""
@@ -42,15 +42,15 @@ _LAZY = {
     "EmbeddingCache": "text.embedding_cache",
     "Idf": "text.idf",
     "Centering": "text.centering",
-    "explain": "integrations.api",
-    "compare": "integrations.compare",
-    "Comparison": "integrations.compare",
-    "fit_centering": "integrations.api",
-    "score_stream": "integrations.api",
-    "MoversMetric": "integrations.evaluate_module",
-    "evaluate_module": "integrations.evaluate_module",
-    "reward": "integrations.reward",
-    "Reward": "integrations.reward",
+    "explain": "api.by_name",
+    "compare": "api.comparison",
+    "Comparison": "api.comparison",
+    "fit_centering": "api.by_name",
+    "score_stream": "api.by_name",
+    "MoversMetric": "integrations.hub.evaluate_module",
+    "evaluate_module": "integrations.hub.evaluate_module",
+    "reward": "integrations.training.reward",
+    "Reward": "integrations.training.reward",
     "metrics": "metrics",
 }
 
@@ -79,5 +79,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_STATIC, *importlib.import_module(".metrics", __name__).exports()})
 
 
-if not _launched_as_command():  # the command registers in main(), after its one-line warning format is set
-    _autoregister()
+if not _loading.launched_as_command():  # the command registers in main(), after its one-line warning format is set
+    _loading.autoregister()

@@ -43,7 +43,7 @@ DEMO_PAIRS = [
 def _demo(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="movers demo", description="Score real pairs with evaluate.load('moverscore').")
     from .. import metrics as registry
-    from ..integrations.hub import module_names
+    from ..integrations.hub.loading import module_names
 
     p.add_argument("--metric", default=registry.DEMO, choices=module_names(), metavar="SLUG",
                    help=f"the evaluate module loaded by its bare name and run on the demo pairs (default "
@@ -203,7 +203,7 @@ def _cache(argv: list[str]) -> int:
 
 
 def _space(argv: list[str]) -> int:
-    from ..integrations.space import main as run
+    from ..integrations.spaces.build import main as run
 
     return run(argv)
 
@@ -215,7 +215,7 @@ def _lm_eval(argv: list[str]) -> int:
               file=sys.stdout if argv in (["-h"], ["--help"]) else sys.stderr)
         return 0 if argv in (["-h"], ["--help"]) else 2
     try:
-        from ..integrations.lm_eval import TASKS
+        from ..integrations.harnesses.lm_eval import TASKS
     except ImportError as err:
         print(f"movers lm-eval: error: {err}", file=sys.stderr)
         return 2
@@ -241,9 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     warnings.showwarning = _one_line_warning
     if argv[:1] != ["register"]:  # `movers register` says itself what it could not write
-        from ..integrations.hub import _autoregister
+        from ..integrations.hub.loading import autoregister
 
-        _autoregister()
+        autoregister()
     if argv and argv[0] in ("-V", "--version"):
         from .. import __version__
 

@@ -186,7 +186,7 @@ def score_texts(slugs: Sequence[str], predictions: list[str], references: list[l
                 options: dict[str, dict[str, Any]], *, verbose: bool = False) -> dict[str, Any]:
     """Run each metric once on the same texts, sharing one encoder pass (:func:`movers.compare` with one
     system); {slug: movers.Scores}."""
-    from ..integrations.compare import compare
+    from ..api.comparison import compare
 
     comparison = compare(slugs, {"": predictions}, references, metric_options=_metric_kwargs(slugs, options, verbose))
     return {slug: comparison[slug][""].result for slug in slugs}
@@ -446,8 +446,8 @@ def _run_systems(args: argparse.Namespace, slugs: list[str], systems: dict[str, 
                  references: list[list[str]], options: dict[str, dict[str, Any]], verbose: bool,
                  seed: int | None) -> int:
     """Several systems (or a LaTeX table): :func:`movers.compare` and one table per metric."""
+    from ..api.comparison import SYSTEM_NOTE, compare
     from ..core.scope import launched_scoring
-    from ..integrations.compare import SYSTEM_NOTE, compare
     from .tables import render_comparison
 
     kwargs = _metric_kwargs(slugs, options, verbose)

@@ -39,7 +39,7 @@ from mkdocs.structure.pages import Page
 
 from .. import metrics as registry
 from ..core.spec import MetricSpec
-from ..integrations.cards import option_rows
+from ..integrations.hub.cards import option_rows
 from ..pipeline.call import MetricFunction, signature_of
 
 __all__ = ["on_config", "on_files", "on_page_markdown", "on_post_build", "site_map", "reference_pages",
@@ -298,7 +298,8 @@ _LAYERS = {
     "core": "Results, signatures, explanations and scopes (`movers.core`)",
     "text": "Encoders, the embedding cache, IDF and centring (`movers.text`)",
     "metrics": "The registry and what the metric files export (`movers.metrics`)",
-    "integrations": "Loading, comparing, streaming, rewards and evaluate modules (`movers.integrations`)",
+    "api": "Explain, stream, fit and compare by a metric's name (`movers.api`)",
+    "integrations": "Loading, evaluate modules and rewards (`movers.integrations`)",
 }
 
 
@@ -398,7 +399,7 @@ def _torchmetrics() -> str:
     for spec in registry.specs():
         lines.append(f"| `movers.torchmetrics.{spec.class_title()}` | `{spec.slug}` | "
                      f"[`movers.{spec.slug}`](metrics.md#movers.{spec.slug}) |")
-    lines += ["", *_mkdocstrings("movers.integrations.torchmetrics", "movers.torchmetrics", heading_level=2,
+    lines += ["", *_mkdocstrings("movers.integrations.training.torchmetrics", "movers.torchmetrics", heading_level=2,
                                  members="[TextMetric, metric_class, classes]")]
     return "\n".join(lines)
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..integrations.compare import Comparison, SystemScore
+from ..api.comparison import Comparison, SystemScore
 
 __all__ = ["render_comparison", "rounded", "number", "TEXT_WIDTH"]
 

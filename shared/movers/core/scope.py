@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from .exact import ExactSum
+from .summation import ExactSum
 
 __all__ = ["Scope", "ProcessGroupScope", "ShardedScope", "RankFailed", "ExactSum", "add_totals", "current_scope",
            "use_scope", "distributed_scoring", "launched_scoring", "shard_bounds"]

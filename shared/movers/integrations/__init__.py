@@ -1,9 +1,14 @@
-"""The integrations layer: movers' metrics where people use them.
+"""The integrations layer: movers' metrics where people use them, one room per audience.
 
-The evaluate modules (generated from each spec) and their registration for offline bare-name loading,
-``movers.explain`` / ``score_stream`` / ``fit_centering`` by name, the TRL reward, the Space page and
-``movers space build``, and the LLM evaluation harnesses (``lm_eval``, ``inspect_ai``, ``mlflow``: optional
-extras, imported only when asked for). Reads every metric fact from the registry (:mod:`movers.metrics`).
+* :mod:`.hub`: the evaluate modules generated from each declaration, their offline bare-name registration and the
+  generated parts of their cards;
+* :mod:`.spaces`: the Hub Space page and ``movers space build``;
+* :mod:`.harnesses`: lm-evaluation-harness, Inspect and MLflow (optional extras, imported only when asked for);
+* :mod:`.training`: torchmetrics/Lightning metrics and TRL rewards;
+* :mod:`.ray`: a Ray Data set scored as one call (the ``ray`` extra).
+
+Every metric fact is read from the registry (:mod:`movers.metrics`); the library's own functions by name
+(``movers.explain``, ``score_stream``, ``compare``) are in :mod:`movers.api`.
 """
 
 from __future__ import annotations

@@ -47,10 +47,10 @@ except ImportError as err:  # an optional extra
                       "(or pip install 'ray[data]').") from err
 
 from .. import metrics as registry
-from ..core.exact import ExactSum, column_sum
 from ..core.scope import add_totals, use_scope
 from ..core.signature import Signature
 from ..core.spec import MetricSpec
+from ..core.summation import ExactSum, column_sum
 from ..pipeline.call import checked_options, make_options
 from ..pipeline.call import score as score_call
 from ..pipeline.embedding import EmbeddingMetric

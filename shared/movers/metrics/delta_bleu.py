@@ -26,12 +26,12 @@ import numpy as np
 from sacrebleu.metrics.bleu import BLEU, BLEUScore
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
-from ..core.exact import ExactSum
 from ..core.options import Widget, option
 from ..core.result import Scores
 from ..core.scope import current_scope
 from ..core.signature import Signature, library_versions, nrefs_label
 from ..core.spec import Example, Inputs, MetricSpec, Output
+from ..core.summation import ExactSum
 from ..core.validation import check_choice, check_reference_weights
 from ..pipeline.call import unicode_option
 

@@ -29,22 +29,22 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from . import missing_extra
+from .. import missing_extra
 
 try:
     from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
     from inspect_ai.solver import TaskState
 except ImportError as err:  # an optional extra
-    raise ImportError(missing_extra("movers.integrations.inspect_ai", "inspect-ai", "inspect")) from err
+    raise ImportError(missing_extra("movers.integrations.harnesses.inspect_ai", "inspect-ai", "inspect")) from err
 try:  # the name Inspect's decorators register (a private helper of 0.3.x)
     from inspect_ai._util.registry import registry_name as _inspect_name
 except ImportError:  # gone in a later Inspect: trust it to prefix the package
     def _inspect_name(o: object, name: str) -> str:
         return f"movers/{name}"
 
-from .. import metrics as registry
-from ..core.spec import MetricSpec
-from .harness import corpus_metric
+from ... import metrics as registry
+from ...core.spec import MetricSpec
+from .common import corpus_metric
 
 __all__ = ["corpus", "scorer_factory", "scorers"]
 
@@ -151,7 +151,7 @@ def scorers() -> dict[str, Callable[..., Scorer]]:
 
 
 def __getattr__(name: str) -> Any:
-    """``movers.integrations.inspect_ai.<slug>``: that metric's scorer factory."""
+    """``movers.integrations.harnesses.inspect_ai.<slug>``: that metric's scorer factory."""
     if registry.is_slug(name):
         return scorer_factory(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

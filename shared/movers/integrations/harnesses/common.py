@@ -1,8 +1,8 @@
 """What the LLM evaluation harness integrations share: a metric with fixed options, scored on a whole set.
 
 lm-evaluation-harness, Inspect and MLflow each hand a third-party metric the evaluation set in their own
-way (:mod:`movers.integrations.lm_eval`, :mod:`movers.integrations.inspect_ai`,
-:mod:`movers.integrations.mlflow`). Each of them ends in :class:`CorpusMetric`: one ``movers.<slug>`` call
+way (:mod:`movers.integrations.harnesses.lm_eval`, :mod:`movers.integrations.harnesses.inspect_ai`,
+:mod:`movers.integrations.harnesses.mlflow`). Each of them ends in :class:`CorpusMetric`: one ``movers.<slug>`` call
 on every (prediction, references) pair of the set, so that the harness's number is the metric's corpus
 score, per-call statistics (IDF, TWMD's batch centring, ΔBLEU's corpus counts) included, never a mean of
 pairs scored one by one. Imports no harness.
@@ -14,11 +14,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import metrics as registry
-from ..core.result import Scores
-from ..core.spec import MetricSpec
-from ..pipeline.call import checked_options, is_empty
-from ..text.embedding_cache import object_cache_options
+from ... import metrics as registry
+from ...core.result import Scores
+from ...core.spec import MetricSpec
+from ...pipeline.call import checked_options, is_empty
+from ...text.embedding_cache import object_cache_options
 
 __all__ = ["CorpusMetric", "corpus_metric"]
 

@@ -1,6 +1,6 @@
 """movers metrics in MLflow's ``mlflow.models.evaluate``, with corpus-exact scores.
 
-    >>> from movers.integrations.mlflow import metric                       # doctest: +SKIP
+    >>> from movers.integrations.harnesses.mlflow import metric                       # doctest: +SKIP
     >>> result = mlflow.models.evaluate(data=df, predictions="prediction", targets="reference",
     ...                                 extra_metrics=[metric("twmd"), metric("moverscore", idf=True)])
     >>> result.metrics["twmd"], result.tables["eval_results_table"]["twmd/score"]
@@ -31,17 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from . import missing_extra
+from .. import missing_extra
 
 try:
     import mlflow
     from mlflow.metrics import MetricValue, make_metric
 except ImportError as err:  # an optional extra
-    raise ImportError(missing_extra("movers.integrations.mlflow", "mlflow", "mlflow")) from err
+    raise ImportError(missing_extra("movers.integrations.harnesses.mlflow", "mlflow", "mlflow")) from err
 
-from .. import metrics as registry
-from ..core.spec import MetricSpec
-from .harness import corpus_metric
+from ... import metrics as registry
+from ...core.spec import MetricSpec
+from .common import corpus_metric
 
 __all__ = ["metric", "signature_tag"]
 

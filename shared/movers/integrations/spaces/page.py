@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import metrics as registry
-from ..core.options import OptionField, Widget, choices_of, scalar_kind
-from ..core.spec import Example
-from ..pipeline.call import make_options
+from ... import metrics as registry
+from ...core.options import OptionField, Widget, choices_of, scalar_kind
+from ...core.spec import Example
+from ...pipeline.call import make_options
 
 __all__ = ["build", "launch", "parse_inputs", "page", "MetricPage", "Option", "InputError"]
 
@@ -183,7 +183,7 @@ def _heatmap(exp: Any):
     import matplotlib.pyplot as plt
     from PIL import Image
 
-    from ..core.explanation import plot_explanation
+    from ...core.explanation import plot_explanation
 
     n, m = len(exp.prediction_labels), len(exp.reference_labels)
     row_chars = min(max(map(len, exp.prediction_labels), default=1), 40)  # plot_explanation cuts at 40
@@ -238,7 +238,7 @@ def build(name: str, card: str | Path | None = None):
     """
     import gradio as gr
 
-    from .hub import load, module_dir
+    from ..hub.loading import load, module_dir
 
     spec = registry.get(name)
     page_ = page(name)

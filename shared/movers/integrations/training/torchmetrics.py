@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from . import missing_extra
+from .. import missing_extra
 
 try:
     import torchmetrics
@@ -46,13 +46,13 @@ except ImportError as err:  # an optional extra
     raise ImportError(missing_extra("movers.torchmetrics", "torchmetrics", "lightning")) from err
 from torchmetrics.utilities.data import dim_zero_cat
 
-from .. import metrics as registry
-from ..core import validation as v
-from ..core.result import Scores
-from ..core.scope import distributed_scoring
-from ..core.spec import MetricSpec
-from ..pipeline.call import checked_options
-from ..text.embedding_cache import object_cache_options
+from ... import metrics as registry
+from ...core import validation as v
+from ...core.result import Scores
+from ...core.scope import distributed_scoring
+from ...core.spec import MetricSpec
+from ...pipeline.call import checked_options
+from ...text.embedding_cache import object_cache_options
 
 __all__ = ["TextMetric", "metric_class"]
 

@@ -6,7 +6,7 @@ own (``- metric: movers_twmd``), with the metric's options as further keys of th
 (``idf: true``). lm-eval 0.4 has no plugin entry points, so a task YAML imports this module itself:
 ``metric: !function utils.movers_<slug>`` with the two-line ``utils.py`` of the task folder shipped here
 (:data:`TASKS`, printed by ``movers lm-eval tasks``; point ``--include_path`` at it, or copy ``utils.py``
-beside your own YAML), or ``!function movers.integrations.lm_eval.movers_<slug>`` from anywhere. In Python,
+beside your own YAML), or ``!function movers.integrations.harnesses.lm_eval.movers_<slug>`` from anywhere. In Python,
 ``simple_evaluate(tasks=[{...task config...}], task_manager=TaskManager(include_defaults=False))`` after this
 import needs no YAML (and skips indexing lm-eval's own 14,000 task files).
 
@@ -30,17 +30,17 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from . import missing_extra
+from .. import missing_extra
 
 try:
     import lm_eval.api.metrics  # noqa: F401  (lm-eval's own metrics: its registries fill lazily only while empty)
     from lm_eval.api import registry as lm_registry
 except ImportError as err:  # an optional extra
-    raise ImportError(missing_extra("movers.integrations.lm_eval", "lm-eval", "lm-eval")) from err
+    raise ImportError(missing_extra("movers.integrations.harnesses.lm_eval", "lm-eval", "lm-eval")) from err
 
-from .. import metrics as registry
-from ..core.spec import MetricSpec
-from .harness import corpus_metric
+from ... import metrics as registry
+from ...core.spec import MetricSpec
+from .common import corpus_metric
 
 __all__ = ["register", "metric_name", "document_metric", "aggregation", "local_json", "TASKS", "PREFIX", "SIGNATURE"]
 

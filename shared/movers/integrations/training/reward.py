@@ -11,10 +11,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .. import metrics as registry
-from ..core.spec import MetricSpec
-from ..pipeline.call import checked_options
-from ..text.embedding_cache import object_cache_options
+from ... import metrics as registry
+from ...core.spec import MetricSpec
+from ...pipeline.call import checked_options
+from ...text.embedding_cache import object_cache_options
 
 __all__ = ["reward", "Reward"]
 

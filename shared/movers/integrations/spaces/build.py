@@ -64,7 +64,7 @@ for wheel in sorted(HERE.glob("movers-*.whl")):
             pass  # another process unpacked it first
     sys.path.insert(0, str(target))
 
-from movers.integrations.app import launch  # noqa: E402
+from movers.integrations.spaces.page import launch  # noqa: E402
 
 launch("{slug}", card=HERE / "README.md")
 '''
@@ -72,7 +72,7 @@ launch("{slug}", card=HERE / "README.md")
 
 def _source_root() -> Path | None:
     """The repository holding this package's pyproject.toml (a source checkout), else None."""
-    root = Path(__file__).resolve().parents[3]
+    root = Path(__file__).resolve().parents[4]
     return root if (root / "pyproject.toml").is_file() and (root / "shared" / "movers").is_dir() else None
 
 
@@ -168,7 +168,7 @@ def _images(card: str) -> list[str]:
 
 def build(slug: str, out_dir: str | Path, *, wheel: str | Path | None = None) -> Path:
     """Assemble the Space folder ``<out_dir>/<slug>/`` (replaced if present); returns its path."""
-    from .hub import module_dir, module_names
+    from ..hub.loading import module_dir, module_names
 
     if slug not in module_names():
         raise ValueError(f"movers space build: unknown metric {slug!r}; choose one of {module_names()} or 'all'.")
@@ -205,7 +205,7 @@ def main(argv: list[str]) -> int:
     b.add_argument("--wheel", help="a movers wheel to ship (default: built from the source tree, or packed from "
                                    "the installed files)")
     args = p.parse_args(argv)
-    from .hub import module_names
+    from ..hub.loading import module_names
 
     slugs = module_names() if args.slug == "all" else [args.slug]
     try:

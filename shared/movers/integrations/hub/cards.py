@@ -2,7 +2,7 @@
 each does, the worst value an empty prediction gets), kept between two markers in ``cards/<slug>.md`` and
 checked by the tests against the spec.
 
-    python -m movers.integrations.cards --write    # rewrite the generated parts of every card (and its copy)
+    python -m movers.integrations.hub.cards --write    # rewrite the generated parts of every card (and its copy)
 """
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ import math
 import re
 from pathlib import Path
 
-from .. import metrics as registry
-from ..core.options import type_text
-from ..core.spec import MetricSpec
-from ..core.validation import MAX_TEXT_CHARS
-from ..pipeline.call import make_options
+from ... import metrics as registry
+from ...core.options import type_text
+from ...core.spec import MetricSpec
+from ...core.validation import MAX_TEXT_CHARS
+from ...pipeline.call import make_options
 from .evaluate_module import CORPUS, configurations
 
 __all__ = ["options_table", "option_rows", "sync", "BEGIN", "END"]
 
-BEGIN = "<!-- options: generated from the metric's declaration by `python -m movers.integrations.cards --write` -->"
+BEGIN = "<!-- options: generated from the metric's declaration by `python -m movers.integrations.hub.cards --write` -->"
 END = "<!-- /options -->"
 
 
@@ -74,9 +74,9 @@ def sync(text: str, spec: MetricSpec) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m movers.integrations.cards", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m movers.integrations.hub.cards", description=__doc__.split("\n")[0])
     p.add_argument("--write", action="store_true", help="rewrite the cards (default: list the stale ones)")
-    p.add_argument("--repo", default=str(Path(__file__).resolve().parents[3]), help="the repository root")
+    p.add_argument("--repo", default=str(Path(__file__).resolve().parents[4]), help="the repository root")
     args = p.parse_args(argv)
     repo = Path(args.repo)
     stale = []

@@ -32,12 +32,12 @@ from typing import Any
 import datasets
 import evaluate
 
-from .. import metrics as registry
-from ..core import validation as v
-from ..core.options import type_text
-from ..core.spec import MetricSpec
-from ..pipeline.call import signature_of
-from ..text.embedding_cache import object_cache_options
+from ... import metrics as registry
+from ...core import validation as v
+from ...core.options import type_text
+from ...core.spec import MetricSpec
+from ...pipeline.call import signature_of
+from ...text.embedding_cache import object_cache_options
 
 logger = logging.getLogger("movers")
 

@@ -34,7 +34,7 @@ NAMESPACES = ("evaluate-metric", "movers")
 def _modules_root() -> Path:
     """The module folders packaged in the wheel (movers/evaluate_modules/), or, in a source checkout
     or editable install, the repository's metrics/ (the same files)."""
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[2]
     packaged = package / "evaluate_modules"
     if packaged.is_dir() and any(packaged.glob("*/*.py")):
         return packaged
@@ -59,7 +59,7 @@ def load(name: str, *args: Any, **kwargs: Any) -> Any:
     """``evaluate.load`` of the shipped module `name`, offline and version-exact; for a metric registered at
     run time (``movers.metrics.register``), an instance of its generated module class."""
     if name not in module_names():
-        from .. import metrics as registry
+        from ... import metrics as registry
 
         if name in registry.slugs():
             from .evaluate_module import instance
@@ -189,7 +189,7 @@ def register(names: Iterable[str] | None = None, *, namespaces: Iterable[str] = 
     return written
 
 
-def _launched_as_command() -> bool:
+def launched_as_command() -> bool:
     """Whether this process is the ``movers`` command starting (its console script, or ``python -m movers``):
     its ``main()`` registers once its one-line warning format is in place, and ``movers register`` reports a
     failure itself, so the import does not."""
@@ -214,7 +214,7 @@ class _CachedModuleNotice(logging.Filter):
 _NOTICE_FILTER = _CachedModuleNotice()
 
 
-def _autoregister() -> None:
+def autoregister() -> None:
     """Called on ``import movers``: register (or repair) the modules; never raises (a read-only cache must not
     break the import) but says once, in one line, what could not be written and what still works. Also hides
     evaluate's notice that a registered movers module was loaded from its cache (:class:`_CachedModuleNotice`)."""

@@ -1,0 +1,4 @@
+"""The library's functions that take a metric by name, above the metric declarations: ``movers.explain``,
+``movers.score_stream`` and ``movers.fit_centering`` (:mod:`.by_name`), and ``movers.compare`` for several systems
+with paired significance tests (:mod:`.comparison`). ``movers.<slug>`` itself is each metric's function
+(:mod:`movers.metrics`)."""
