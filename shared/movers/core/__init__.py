@@ -1,7 +1,13 @@
-"""The core layer: pure pieces with no model and no text processing.
+"""The core layer: pure pieces with no model and no text processing. Imports nothing from the layers above.
 
-Transport solvers (:mod:`~movers.core.transport`), histograms and alignments, references per segment,
-the result and signature types, option declarations and the metric spec, input validation, the scope
-of a call (distributed, streamed), progress, the resource cache and the explanation of a plan. Imports
-nothing from the layers above.
+* ``transport``: the optimal-transport solvers (exact, unbalanced, tempered; ragged batches);
+* ``spec`` and ``options``: the metric declaration and its option fields; ``validation``: input checks and their
+  messages;
+* ``histogram``, ``references``, ``result``, ``signature``: the weighted histograms a metric compares, references
+  per segment and their reductions, the result and its reproducibility signature;
+* ``scope``: which part of a call a process scores (one process, ranks, blocks of a stream) and how call-level
+  statistics add up; ``summation``: exact float sums, the same bits in any order;
+* ``significance``: paired bootstrap, approximate randomization and bootstrap intervals;
+* ``parallel``, ``progress``, ``cache``, ``explanation``: transport threads, one progress bar, loaded resources,
+  one pair's transport plan and its heatmap.
 """

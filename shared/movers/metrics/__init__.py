@@ -1,8 +1,9 @@
 """The registry: every metric movers knows, by slug. The one module outside the metric files that names them.
 
-Each metric file declares one spec (:class:`movers.core.spec.MetricSpec`); :func:`register` adds it here
-and every surface reads it from here: ``movers.<slug>`` (:func:`function`), the evaluate modules, the
-command line, the Space pages, streaming, explain, reward, centring fits and the bench. To add a metric,
+Each metric file declares one spec (:class:`movers.core.spec.MetricSpec`): ``moverscore``, ``sms`` (SMS, S+WMS and
+WMS), ``twmd`` (TWMD, TRWMD), ``lazy_emd`` and ``delta_bleu``; ``examples`` holds the texts their examples share.
+:func:`register` adds a spec here and every surface reads it from here: ``movers.<slug>`` (:func:`function`), the
+evaluate modules, the command line, the Space pages, streaming, explain, reward and centring fits. To add a metric,
 declare its spec in one file and register it (in this list, or at run time for your own)::
 
     from movers.metrics import register

@@ -1,6 +1,8 @@
-"""The text layer: from texts to vectors and weights.
+"""The text layer: from texts to vectors and weights. Imports only :mod:`movers.core`.
 
-Encoders (contextual token vectors, sliding windows, layer mixes), static word vectors, token filters,
-sentence splitting and word tokenisation, IDF tables, centring modes and tables, and the guards that
-refuse texts before a model runs. Imports only :mod:`movers.core`.
+* ``embedding``: encoders (contextual token vectors, long-text readings, layer mixes) and the texts they share;
+  ``embedding_cache``: vectors kept across calls (in memory or in a folder);
+* ``static_vectors``: GloVe word vectors; ``sentences``: sentence splitting and word tokenisation;
+* ``filters``: subword, punctuation and stop-word filters; ``idf``: IDF tables; ``centering``: centring modes and
+  fitted tables; ``guards``: the checks that refuse a text before a model runs.
 """

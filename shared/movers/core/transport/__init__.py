@@ -7,6 +7,7 @@
 * :func:`tempered_sides` (``tempered``): tempered Sinkhorn and relaxed soft alignments; TWMD/TRWMD.
 * :func:`pad`, :func:`buckets`, :func:`solve_ragged` (``ragged``): ragged problems padded and masked
   into size buckets of bounded memory.
+* :class:`Transport` (``common``): the result every solver returns (cost, plan, masses).
 
 The solvers follow POT's backend convention (``ot.backend.get_backend``): numpy arrays in give numpy
 arrays out, torch tensors give torch tensors on the same device. Every POT argument that can change a
