@@ -76,6 +76,9 @@ class TextMetric(torchmetrics.Metric):
     reference_counts: list[torch.Tensor]
     indices: list[torch.Tensor]
     weights: list[torch.Tensor]
+    # torchmetrics' caches of the last compute() and forward() results (moved with the module by _apply)
+    _computed: Any
+    _forward_cache: Any
 
     def __init__(self, metric: str | MetricSpec, *, share_scoring: bool = True, **options: Any) -> None:
         tm_args = {k: options.pop(k) for k in list(options) if k in _TORCHMETRICS_ARGS}
