@@ -1,4 +1,4 @@
-"""Reliability where real use goes (issue 23): one module object shared by threads, Unicode normal forms,
+"""Reliability where real use goes: one module object shared by threads, Unicode normal forms,
 huge single texts and invalid code points through both APIs and the command line, a broken evaluate cache
 (HF_HOME), garbage fitted tables, and Lazy-EMD's self-distance bound on long texts.
 
