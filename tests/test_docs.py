@@ -581,3 +581,19 @@ def test_the_projects_addresses_are_the_declared_ones():
                                     p.read_text(encoding="utf-8"))]
     stray = [f"{p.relative_to(REPO)}: {url}" for p, url in written if not url.startswith(bases)]
     assert written and not stray, stray
+
+
+def test_every_relative_link_resolves_in_the_repository():
+    """The pages are read on GitHub too: a relative link in the README, the changelog, a card or a page names a
+    file of the repository (the site re-points it at its page; a link to the generated API reference is written
+    as the site's declared address, since the repository does not hold it)."""
+    dead = []
+    for path in [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "cards").glob("*.md")),
+                 *sorted((REPO / "docs").rglob("*.md"))]:
+        for link in _links(path.read_text(encoding="utf-8")):
+            target = link.partition("#")[0]
+            if not target or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", link):
+                continue
+            if not (path.parent / target).resolve().exists():
+                dead.append(f"{path.relative_to(REPO)}: {link}")
+    assert not dead, dead
