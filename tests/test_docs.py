@@ -199,6 +199,18 @@ def test_card_option_table_is_the_declaration(slug):
         f"`python -m movers.integrations.cards --write`")
 
 
+def test_the_shared_options_are_the_declarations():
+    """The options several metrics declare alike are said once, on the input rules' page, generated from their
+    declarations; every such option is one every card names rather than describes."""
+    from movers.integrations.cards import SHARED_BEGIN, SHARED_END, SHARED_PAGE, shared_options, shared_table
+
+    text = (REPO / SHARED_PAGE).read_text(encoding="utf-8")
+    assert text[text.index(SHARED_BEGIN):text.index(SHARED_END) + len(SHARED_END)] == shared_table(), (
+        f"{SHARED_PAGE}'s shared options differ from the declarations; run `python -m movers.integrations.cards "
+        f"--write`")
+    assert {f.name for f, _ in shared_options()} >= {"long_texts", "unicode", "empty_predictions"}
+
+
 def test_the_readme_table_lists_every_registered_metric():
     """The README's first table names each slug of the registry (``movers.metrics.slugs()``) once."""
     import movers
