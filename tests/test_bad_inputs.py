@@ -1,5 +1,5 @@
 """One table over all six metrics x both APIs (``movers.<metric>`` and the evaluate module's ``compute``)
-x the bad-input cases of issue 15: every cell asserts its documented outcome, a named error or a defined
+x the bad-input cases: every cell asserts its documented outcome, a named error or a defined
 value (the cards say which). No cell may give a silent score.
 
 Rules asserted here (each card states its own):
@@ -246,7 +246,7 @@ def test_both_apis_agree_and_sequences_are_not_recast(metric, modules):
 
 @pytest.mark.parametrize("metric", METRICS)
 def test_module_object_stays_usable_after_errors(metric, modules):
-    """Issue 15 (5): a failed call (type error, bad option, failed compute) leaves no writer behind."""
+    """A failed call (type error, bad option, failed compute) leaves no writer behind."""
     module = modules[metric]
     with pytest.raises(TypeError):
         module.compute(predictions=[R, 5], references=[R, R2])

@@ -153,7 +153,7 @@ def test_preprocess_option_is_checked():
 @pytest.mark.slow
 def test_sentbleu_reproduces_the_wmt17_readme_sanity_figures(tmp_path, capsys):
     """../shared/data/wmt17_da_seg_toen/README.md: sacreBLEU sentence-BLEU on Moses-detokenized text gives
-    Pearson r cs .431, de .430, fi .578, lv .395, ru .478, tr .548, zh .508, avg .481 (issue 14: ± .002)."""
+    Pearson r cs .431, de .430, fi .578, lv .395, ru .478, tr .548, zh .508, avg .481 (± .002)."""
     data_path("wmt17_da_seg_toen")
     pytest.importorskip("sacremoses")
     assert main(["bench", "correlation", "--data", "wmt17_da_seg_toen", "--group-by", "lp", "--metric", "sentbleu",
@@ -246,7 +246,7 @@ def test_suite_mean_over_sets_has_a_paired_interval(tmp_path):
     assert f"{mean['value']:.3f} [{mean['ci'][0]:.3f}, {mean['ci'][1]:.3f}] |" in format_tables(result)
 
 
-# ---------------------------------------------------------------- issue 22: missing scores, empty outputs, levels,
+# ---------------------------------------------------------------- missing scores, empty outputs, levels,
 # paired comparisons (every expected value below is worked out by hand, by scipy, or from the published formula)
 
 def _toy(tmp_path, human, *, system=True, name="toy"):
@@ -703,16 +703,17 @@ def test_validation_figures_recompute(tmp_path):
     assert fresh["TWMD"]["delta_ci"] == pytest.approx(saved["TWMD"]["delta_ci"], abs=1e-6)
 
 
-_REPORT = re.compile(r"<!-- bench (?P<command>correlation|systems): generated from (?P<json>\S+) by "
-                     r"`movers bench (?P=command) --render \S+(?: --heading (?P<heading>\d))?` -->\n(?P<body>.*?)"
-                     r"<!-- /bench (?P=command) -->", re.S)
+_REPORT = re.compile(r"<!-- bench (?P<command>correlation|systems|speed): generated from (?P<json>\S+) by "
+                     r"`movers bench (?P=command)(?: --lengths (?P<lengths>[\d,]+))? --render \S+"
+                     r"(?: --heading (?P<heading>\d))?` -->\n(?P<body>.*?)<!-- /bench (?P=command) -->", re.S)
 
 
-@pytest.mark.parametrize("page", ["benchmarks.md", "cli.md"])
+@pytest.mark.parametrize("page", ["benchmarks.md", "validation.md", "cli.md"])
 def test_the_pages_show_saved_runs_as_the_commands_report_them(page):
-    """The pages include real `movers bench correlation` / `bench systems` runs as Markdown tables (not console
-    output), rendered from each run's saved JSON by the command's own report (`--render FILE`): kept equal here."""
-    from movers.bench import correlation, systems
+    """The pages include real `movers bench correlation` / `bench systems` / `bench speed --lengths` runs as
+    Markdown tables (not console output), rendered from each run's saved JSON by the command's own report
+    (`--render FILE`): kept equal here."""
+    from movers.bench import correlation, lengths, systems
 
     from .conftest import REPO
 
@@ -723,6 +724,8 @@ def test_the_pages_show_saved_runs_as_the_commands_report_them(page):
         saved = json.loads((REPO / block.group("json")).read_text(encoding="utf-8"))
         if block.group("command") == "correlation":
             want = correlation.render(saved, int(block.group("heading") or 2))
+        elif block.group("command") == "speed":
+            want = lengths.render_saved(saved, [int(x) for x in block.group("lengths").split(",")])
         else:
             want = systems.render(saved)
         assert want.strip("\n") == block.group("body").strip("\n"), (

@@ -1,4 +1,4 @@
-"""The embedding cache (issue 20): scores with and without it, hits that skip the model, corrupted entries
+"""The embedding cache: scores with and without it, hits that skip the model, corrupted entries
 recomputed, two writers at once, the size bound, the evaluate module's in-memory cache, the command.
 
 Expected values are the same call without any cache (the code path the cache must not change). Under the

@@ -1,4 +1,4 @@
-"""Centring as a shared option (issue 14): movers.text.centering, and `centering=` in moverscore, lazy_emd and
+"""Centring as a shared option: movers.text.centering, and `centering=` in moverscore, lazy_emd and
 the contextual path of sms/s_wms. Expected values are computed by hand (numpy means of the vectors the
 metric keeps), not by the code under test."""
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_lazy_emd_corpus_centring_by_hand():
                        torch.from_numpy(emb.vectors[j].to(torch.float64).numpy() - (mu_p if j < 4 else mu_r)))
              for j in range(len(emb))]
     expected = [a.score for a in lazy_emd_from_embeddings(list(zip(sides[:4], sides[4:])))]
-    # the formula's own defaults are the original's strengths (0.23, 0.31): name them (issue 22's default differs)
+    # the formula's own defaults are the original's strengths (0.23, 0.31): name them (the default "tuned" preset's differ)
     got = movers.lazy_emd(PREDS, REFS, centering="corpus", preset="original")
     assert got.scores == pytest.approx(expected, abs=1e-9)
     assert "|layer:6|center:corpus|mass:uniform|" in got.signature

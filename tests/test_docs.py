@@ -199,6 +199,18 @@ def test_card_option_table_is_the_declaration(slug):
         f"`python -m movers.integrations.hub.cards --write`")
 
 
+def test_the_shared_options_are_the_declarations():
+    """The options several metrics declare alike are said once, on the input rules' page, generated from their
+    declarations; every such option is one every card names rather than describes."""
+    from movers.integrations.hub.cards import SHARED_BEGIN, SHARED_END, SHARED_PAGE, shared_options, shared_table
+
+    text = (REPO / SHARED_PAGE).read_text(encoding="utf-8")
+    assert text[text.index(SHARED_BEGIN):text.index(SHARED_END) + len(SHARED_END)] == shared_table(), (
+        f"{SHARED_PAGE}'s shared options differ from the declarations; run `python -m movers.integrations.hub.cards "
+        f"--write`")
+    assert {f.name for f, _ in shared_options()} >= {"long_texts", "unicode", "empty_predictions"}
+
+
 def test_the_readme_table_lists_every_registered_metric():
     """The README's first table names each slug of the registry (``movers.metrics.slugs()``) once."""
     import movers
@@ -230,20 +242,22 @@ def test_ci_runs_the_readmes_two_commands():
     assert f"'{second}'" in ci and "[test]" in second and second.endswith(".venv/bin/python -m pytest")
 
 
-_TRACKER = re.compile(r"issue #?[0-9]+", re.I)
+_TRACKER = re.compile(r"issue #?[0-9]+|(?:^|(?<=[\s(]))#[0-9]+\b", re.I)
 
 
 def test_no_tracker_numbers_where_users_read():
-    """A reader has no access to the project's tracker: the README, cards, pages, module READMEs and the package
-    (docstrings, help texts, comments) say what was decided and when, not "issue 22"."""
-    paths = [REPO / "README.md", *sorted((REPO / "cards").glob("*.md")), *sorted((REPO / "docs").rglob("*.md")),
-             *sorted((REPO / "metrics").glob("*/README.md")),
+    """A reader has no access to the project's tracker: the README, the changelog, cards, pages, module READMEs,
+    the package (docstrings, help texts, comments) and the tests say what was decided and why, with no issue or
+    pull-request number ("issue" and a number, or "#" and a number)."""
+    paths = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "cards").glob("*.md")),
+             *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "metrics").glob("*/README.md")),
+             *sorted((REPO / "tests").glob("*.py")),
              *sorted(p for p in (REPO / "shared" / "movers").rglob("*") if p.is_file() and p.suffix in
                      {".py", ".md", ".txt", ".yaml", ".yml", ".json", ".jsonl", ".html", ".js", ".css"})]
     found = [f"{p.relative_to(REPO)}:{n}: {m.group(0)}" for p in paths
              for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
              for m in _TRACKER.finditer(line)]
-    assert len(paths) > 100 and not found, found
+    assert len(paths) > 140 and not found, found
 
 
 def test_tables_are_markdown_not_console_output():
@@ -263,3 +277,335 @@ def test_pages_with_several_sections_have_headings():
         if len(lines) > 45 and sum(line.startswith("## ") for line in lines) < 2:
             flat.append(path.relative_to(REPO).as_posix())
     assert not flat, f"pages without ## sections: {flat}"
+
+
+# ------------------------------------------------------------------------------ the manual's shape and tense
+
+USER_READ = [REPO / "README.md", *sorted((REPO / "cards").glob("*.md")), *sorted((REPO / "docs").rglob("*.md")),
+             *sorted((REPO / "metrics").glob("*/README.md"))]
+"""Everything a user reads as prose: the README, the cards, the site's pages and the module READMEs the Hub
+shows (the changelog is where the project's history goes, so it is not among them)."""
+CARD_SLUGS = sorted(p.stem for p in (REPO / "cards").glob("*.md"))
+CARD_WORDS = 1_500
+"""The size of a card: evaluate's own cards (bertscore, sacrebleu) run to about 900 words."""
+
+
+@pytest.mark.parametrize("slug", CARD_SLUGS)
+def test_each_card_is_at_most_the_size_a_card_reader_expects(slug):
+    """Every word counts (YAML header, code and tables included); the detail lives on the site's pages."""
+    words = len((REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8").split())
+    assert words <= CARD_WORDS, f"cards/{slug}.md has {words} words; at most {CARD_WORDS}: move detail to docs/"
+
+
+NARRATION = {
+    "a date": r"\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b",
+    "a commit hash (another project's pinned revision is written @<hash>)":
+        r"(?<![@\w./=-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b",
+    "a (before) row": r"\(before\)|^\|[^\n]*\|\s*before\s*\||\bbefore:\s|\*before\*",
+    "a release narrated": r"\b(?:until|before|since) this release\b|\b(?:previous|earlier|last) release\b|"
+                          r"\brelease before\b",
+    "a previous or new default": r"\b(?:previous|former|old|new) defaults?\b",
+    "a default's history": r"\bdefault (?:since|until)\b|\b(?:was|were) the default\b|\buntil 20[0-9]{2}\b|"
+                           r"\bsince 20[0-9]{2}\b|\bused to be\b|\bno longer\b",
+    "now ... (it was ...)": r"\bnow\b[^.\n]{0,80}\(it was",
+    "earlier runs": r"\bearlier (?:runs?|figures|measurements?)\b",
+    "studies by their order": r"\b(?:first|second|third) study\b",
+    "the seed's (the project's first code)": r"\bthe seed's\b",
+}
+_NARRATION = re.compile("|".join(f"(?P<p{i}>{rx})" for i, rx in enumerate(NARRATION.values())), re.I | re.M)
+
+
+def narration(text: str) -> list[tuple[str, str]]:
+    """(pattern name, matched text) of every phrase in `text` that narrates the project's past."""
+    names = list(NARRATION)
+    return [(names[int(next(k for k, v in m.groupdict().items() if v is not None)[1:])], m.group(0))
+            for m in _NARRATION.finditer(text)]
+
+
+def test_the_narration_patterns_find_what_they_name():
+    assert [name for name, _ in narration(
+        "changed on 2026-11-23 | measured at c165e93 | MoverScore (before) | until this release | "
+        "the previous default | the subword filter is now O(L) (it was O(L²)) | used to be | since 2026 | "
+        "the seed's example | the first study")] == [
+        "a date", "a commit hash (another project's pinned revision is written @<hash>)", "a (before) row",
+        "a release narrated", "a previous or new default", "now ... (it was ...)", "a default's history",
+        "a default's history", "the seed's (the project's first code)", "studies by their order"]
+    assert not narration("BatchCenterTWMD @01fb6db, seed 12345, 2.6e-07, `fitted[<sha8>]`, before the model runs, "
+                         "the default reads a text up to its first window, 1e-06")
+
+
+def test_no_page_narrates_the_projects_past():
+    """The README, cards, pages and module READMEs describe what the software is and does, in the present tense:
+    dates of changes, commit hashes, "(before)" rows, "until this release", "the previous default" belong in
+    CHANGELOG.md. A study names its candidates as candidates ("half-overlapping 512-token windows")."""
+    found = [f"{p.relative_to(REPO)}:{text[:m_start].count(chr(10)) + 1}: {name}: {phrase!r}"
+             for p in USER_READ for text in [p.read_text(encoding="utf-8")]
+             for (name, phrase), m_start in zip(narration(text), [m.start() for m in _NARRATION.finditer(text)],
+                                                strict=True)]
+    assert len(USER_READ) > 30 and not found, "\n".join(found)
+
+
+def _headings(text: str) -> list[tuple[int, int, str]]:
+    """(line, level, title) of every Markdown heading outside fenced code."""
+    out, fenced = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"^(#{1,6}) (.+)$", line)):
+            out.append((number, len(m.group(1)), m.group(2)))
+    return out
+
+
+def test_heading_levels_are_consecutive():
+    """A page's headings go down one level at a time (## then ###, never ## then ####): the table of contents
+    and screen readers rely on it."""
+    jumps = []
+    for path in [*USER_READ, REPO / "CHANGELOG.md"]:
+        previous = 0
+        for number, level, title in _headings(path.read_text(encoding="utf-8")):
+            if previous and level > previous + 1:
+                jumps.append(f"{path.relative_to(REPO)}:{number}: {'#' * level} {title} after a level-{previous} one")
+            previous = level
+    assert not jumps, jumps
+
+
+def test_no_test_machinery_is_shown_to_readers():
+    """Examples are shown as a reader copies them: no doctest directive (`# doctest: +ELLIPSIS`, `+SKIP`) and no
+    output a directive elides (`RayContext(...)`); the API reference leaves the docstrings' directives out
+    (tests/test_site.py checks the built pages)."""
+    shown = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in [*USER_READ, REPO / "CHANGELOG.md"]
+             for m in re.finditer(r"doctest:\s*[+-]\w+|RayContext\(", p.read_text(encoding="utf-8"))]
+    assert not shown, shown
+
+
+EXTRAS = {"lightning": ("lightning", "torchmetrics", "movers.torchmetrics"),
+          "mlflow": ("mlflow", "movers.integrations.harnesses.mlflow"), "ray": ("ray", "movers.integrations.ray"),
+          "inspect": ("inspect_ai", "movers.integrations.harnesses.inspect_ai"),
+          "lm-eval": ("lm_eval", "movers.integrations.harnesses.lm_eval")}
+"""pyproject.toml's extras and the modules a block that imports them needs."""
+
+
+def _imports(body: str) -> set[str]:
+    names = set()
+    for line in body.splitlines():
+        line = re.sub(r"^(>>>|\.\.\.) ?", "", line.strip())
+        if m := re.match(r"from\s+([\w.]+)\s+import", line):
+            names.add(m.group(1))
+        elif m := re.match(r"import\s+(.+)", line):
+            names.update(part.split(" as ")[0].strip() for part in m.group(1).split("#")[0].split(","))
+    return names
+
+
+def test_every_block_says_which_extra_it_needs():
+    """A block that imports what an extra installs says so (`movers[ray]`, `".[lightning,mlflow]"`) in the block
+    or in its section before it, so that a reader who copies it after the README's set-up knows what to add."""
+    import tomllib
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert set(EXTRAS) <= set(declared)
+    silent = []
+    for b in BLOCKS:
+        needs = {extra for extra, modules in EXTRAS.items() for name in _imports(b.body)
+                 if any(name == m or name.startswith(m + ".") for m in modules)}
+        if not needs:
+            continue
+        text = b.path.read_text(encoding="utf-8")
+        lines = text.splitlines()[:b.line - 1]
+        start = max((n for n, line in enumerate(lines) if re.match(r"#{1,6} ", line)), default=0)
+        context = "\n".join(lines[start:]) + b.body
+        for extra in needs:
+            if not re.search(rf"\[(?:[\w-]+,)*{re.escape(extra)}(?:,[\w-]+)*\]", context):
+                silent.append(f"{b.id}: needs the {extra} extra and does not say so")
+    assert not silent, silent
+
+
+# --------------------------------------------------------------------------- figures that agree with code
+
+def _code_cells(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def test_the_defaults_table_is_the_declarations():
+    """docs/development.md opens with a table of every default that can change a score: each row's value is the
+    declared default of each metric it names ("every metric": each carded metric that has the option), and every
+    such option of every carded metric has a row."""
+    import ast
+
+    import movers
+
+    text = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
+    table = text[text.index("| metric | option | default | why | evidence |"):].split("\n\n", 1)[0]
+    specs = {slug: movers.metrics.get(slug) for slug in CARD_SLUGS}
+    covered, wrong = set(), []
+    for row in table.splitlines()[2:]:
+        metric, option, default = (c.strip() for c in row.strip("|").split("|")[:3])
+        slugs = list(specs) if metric == "every metric" else _code_cells(metric)
+        names, values = _code_cells(option), _code_cells(default)
+        values = values * len(names) if len(values) == 1 else values
+        assert len(values) == len(names), row
+        for slug in slugs:
+            declared = {f.name: f.default for f in specs[slug].options}
+            for name, value in zip(names, values, strict=True):
+                if metric == "every metric" and name not in declared:
+                    continue
+                covered.add((slug, name))
+                if name not in declared or declared[name] != ast.literal_eval(value):
+                    wrong.append(f"{slug}.{name}: the table says {value}, the declaration {declared.get(name)!r}")
+    missing = [f"{slug}.{f.name}" for slug, spec in specs.items() for f in spec.options
+               if not f.info.runtime and (slug, f.name) not in covered]
+    assert not wrong and not missing, (wrong, missing)
+
+
+def test_figures_restated_from_declarations_are_the_declared_ones():
+    """A limit a page states in words is the constant it names."""
+    from movers.core.validation import MAX_TEXT_CHARS
+    from movers.text.guards import MAX_TRANSPORT_ENTRIES
+
+    stated = []
+    for path in USER_READ:
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(r"([\d,]+) characters \(`movers\.core\.validation\.MAX_TEXT_CHARS`", text):
+            stated.append((path, int(m.group(1).replace(",", "")), MAX_TEXT_CHARS))
+        for m in re.finditer(r"`movers\.text\.guards\.MAX_TRANSPORT_ENTRIES` \(2\^(\d+)", text):
+            stated.append((path, 2 ** int(m.group(1)), MAX_TRANSPORT_ENTRIES))
+    assert stated and all(said == declared for _, said, declared in stated), stated
+
+
+def test_a_default_named_in_prose_is_the_declared_one():
+    """Where a card or page writes `option=value` (default), the value is the declared default: of the card's
+    metric (or the module README's), or, on a page, of some carded metric with that option, and of every one
+    when they all declare the same (the cards' option tables are generated)."""
+    import ast
+
+    import movers
+
+    specs = {slug: movers.metrics.get(slug) for slug in CARD_SLUGS}
+    checked, wrong = 0, []
+    for path in USER_READ:
+        text = path.read_text(encoding="utf-8")
+        own = [path.stem] if path.parent.name == "cards" else [path.parent.name] if path.name == "README.md" \
+            and path.parent.parent.name == "metrics" else list(specs)
+        for m in re.finditer(r"`(\w+)=([^`]+)`,? \((?:\*\*)?default", text):
+            name, value = m.group(1), ast.literal_eval(m.group(2))
+            declared = [f.default for slug in own for f in specs[slug].options if f.name == name]
+            if declared:
+                checked += 1
+                if value not in declared or (len(set(map(repr, declared))) == 1 and declared[0] != value):
+                    wrong.append(f"{path.relative_to(REPO)}: {m.group(0)} but the declarations say {declared}")
+    assert checked and not wrong, wrong
+
+
+# ------------------------------------------------------------------------------ module READMEs and addresses
+
+def _links(text: str) -> list[str]:
+    from movers.integrations.hub.cards import rewrite_links
+
+    found: list[str] = []
+    rewrite_links(text, lambda link: found.append(link))
+    return found
+
+
+def _anchors(markdown: str) -> set[str]:
+    """The ids MkDocs gives the headings of a page (its toc extension's slugify, numbered when repeated)."""
+    from markdown.extensions.toc import slugify
+
+    seen: dict[str, int] = {}
+    out = set()
+    for _, _, title in _headings(markdown):
+        slug = slugify(re.sub(r"[`*]", "", title), "-")
+        out.add(f"{slug}_{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("slug", CARD_SLUGS)
+def test_every_link_of_a_module_readme_works_from_its_folder(slug):
+    """metrics/<slug>/README.md is what the Hub shows for the evaluate module and its Space, read from that folder
+    alone: a relative link names a file of the folder; a link into the site names a page the site builds and a
+    section it has; a link into the repository names a file it holds. The addresses come from pyproject.toml."""
+    import movers
+    from movers.integrations.hub.cards import project_urls, site_map
+
+    pytest.importorskip("markdown")
+    urls = project_urls(REPO)
+    site, source = urls["Documentation"].rstrip("/") + "/", urls["Repository"].rstrip("/") + "/blob/main/"
+    pages = {page: path for path, page in site_map(REPO).items()}
+    pages.update({p.relative_to(REPO / "docs").as_posix(): p.relative_to(REPO).as_posix()
+                  for p in (REPO / "docs").rglob("*.md")})
+    folder = REPO / "metrics" / slug
+    dead = []
+    links = _links((folder / "README.md").read_text(encoding="utf-8"))
+    for link in links:
+        path, _, anchor = link.partition("#")
+        if link.startswith(site):
+            page = path[len(site):].removesuffix(".html") + ".md"
+            if page == "reference/metrics.md":
+                ok = anchor.removeprefix("movers.") in movers.metrics.slugs()
+            elif page in pages:
+                ok = not anchor or anchor in _anchors((REPO / pages[page]).read_text(encoding="utf-8"))
+            else:
+                ok = False
+        elif link.startswith(source):
+            ok = (REPO / path[len(source):]).is_file()
+        elif re.match(r"^[a-z]+:", link):
+            ok = not re.search(r"movers-metrics", link)  # the project's own addresses come from the declaration
+        else:
+            ok = "/" not in path and (folder / path).is_file()
+        if not ok:
+            dead.append(link)
+    assert len(links) > 5 and not dead, dead
+
+
+@pytest.mark.parametrize("slug", CARD_SLUGS)
+def test_each_module_readme_is_its_card_made_for_its_folder(slug):
+    """The README is written from the card (`python -m movers.integrations.hub.cards --write`), and says how to
+    install what the module needs."""
+    from movers.integrations.hub.cards import module_readme
+
+    card = (REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8")
+    readme = (REPO / "metrics" / slug / "README.md").read_text(encoding="utf-8")
+    assert readme == module_readme(card, slug, REPO), f"metrics/{slug}/README.md is stale; run the command above"
+    assert "pip install torch==" in readme and 'pip install "movers @ git+' in readme
+
+
+def test_module_readme_links_leave_the_folder_as_absolute_addresses():
+    from movers.integrations.hub.cards import module_readme, project_urls
+
+    urls = project_urls(REPO)
+    card = ("[a](../docs/cli.md#score-files) [b](../docs/metrics/index.md) ![c](lazy_emd_matching.png) [d](sms.md) "
+            "[e](../tests/test_docs.py) [f](https://x.org/a.md) [g](#signature) `[h](../docs/cli.md)`\n"
+            "```python\n[i](../docs/cli.md)\n```\n")
+    docs, repo = urls["Documentation"], urls["Repository"]
+    assert module_readme(card, "twmd", REPO) == (
+        f"[a]({docs}cli.html#score-files) [b]({docs}metrics/index.html) ![c](lazy_emd_matching.png) "
+        f"[d]({docs}metrics/sms.html) [e]({repo}/blob/main/tests/test_docs.py) [f](https://x.org/a.md) "
+        "[g](#signature) `[h](../docs/cli.md)`\n```python\n[i](../docs/cli.md)\n```\n")
+
+
+def test_the_projects_addresses_are_the_declared_ones():
+    """Every address of the project written in the README, the changelog, the cards and the pages starts with one
+    of pyproject.toml's [project.urls], the one place they are declared."""
+    from movers.integrations.hub.cards import project_urls
+
+    bases = tuple(u.rstrip("/") for u in project_urls(REPO).values())
+    written = [(p, m.group(0)) for p in [*USER_READ, REPO / "CHANGELOG.md"]
+               for m in re.finditer(r"https?://[^\s)>\]`\"']*movers-metrics[^\s)>\]`\"']*",
+                                    p.read_text(encoding="utf-8"))]
+    stray = [f"{p.relative_to(REPO)}: {url}" for p, url in written if not url.startswith(bases)]
+    assert written and not stray, stray
+
+
+def test_every_relative_link_resolves_in_the_repository():
+    """The pages are read on GitHub too: a relative link in the README, the changelog, a card or a page names a
+    file of the repository (the site re-points it at its page; a link to the generated API reference is written
+    as the site's declared address, since the repository does not hold it)."""
+    dead = []
+    for path in [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "cards").glob("*.md")),
+                 *sorted((REPO / "docs").rglob("*.md"))]:
+        for link in _links(path.read_text(encoding="utf-8")):
+            target = link.partition("#")[0]
+            if not target or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", link):
+                continue
+            if not (path.parent / target).resolve().exists():
+                dead.append(f"{path.relative_to(REPO)}: {link}")
+    assert not dead, dead

@@ -1,6 +1,6 @@
 """Every shipped evaluate module, checked like evaluate's own common test (tests/test_metric_common.py):
 load by path, no ``**kwargs`` in ``_compute``, its doctests pass (at least two lines), plus movers' rules:
-the four files exist, README.md equals cards/<slug>.md, the class name gives the slug, defaults of
+the four files exist, README.md is cards/<slug>.md made for its folder, the class name gives the slug, defaults of
 ``_compute`` match the core function's, and the bare name loads offline after registration.
 """
 from __future__ import annotations
@@ -37,8 +37,12 @@ def test_module_folder_layout(name):
         assert (folder / f).is_file(), f"metrics/{name}/{f} is missing"
     card = REPO / "cards" / f"{name}.md"
     assert card.is_file(), f"cards/{name}.md is missing"
-    assert (folder / "README.md").read_text(encoding="utf-8") == card.read_text(encoding="utf-8"), (
-        f"metrics/{name}/README.md differs from cards/{name}.md; copy the card")
+    from movers.integrations.hub.cards import module_readme
+
+    assert (folder / "README.md").read_text(encoding="utf-8") == module_readme(
+        card.read_text(encoding="utf-8"), name, REPO), (
+        f"metrics/{name}/README.md is not cards/{name}.md made for its folder; run "
+        f"`python -m movers.integrations.hub.cards --write`")
     header = card.read_text(encoding="utf-8").split("---")[1]
     for key in ("title:", "emoji:", "colorFrom:", "colorTo:", "sdk:", "sdk_version:", "app_file:", "pinned:",
                 "tags:", "description:"):
@@ -94,7 +98,8 @@ def test_registered_bare_name_loads_offline_in_a_new_process(tmp_path):
     env.pop("MOVERS_NO_AUTOREGISTER", None)
     env.pop("HF_MODULES_CACHE", None)
     code = "import evaluate; evaluate.load('moverscore')"
-    # what docs/evaluate.md and the cards state: without the import, in a fresh cache, evaluate's own error (no movers in it)
+    # what docs/evaluate.md states (and each card links to): without the import, in a fresh cache, evaluate's own
+    # error, which does not name movers
     before = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert before.returncode == 1 and "Couldn't find a module script" in before.stderr, before.stderr[-2000:]
     assert "doesn't exist on the Hugging Face Hub either" in before.stderr
@@ -117,10 +122,16 @@ def test_registered_bare_name_loads_offline_in_a_new_process(tmp_path):
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_every_card_states_the_line_the_bare_name_needs(name):
+def test_every_card_links_to_the_line_the_bare_name_needs(name):
+    """Said once, on the evaluate page; each card's example imports movers and links there."""
+    page = (REPO / "docs" / "evaluate.md").read_text(encoding="utf-8")
+    section = page[page.index("## Offline and the bare name"):].split("\n## ", 1)[0]
+    assert "**The bare name needs" in section and "`import movers`" in section
+    assert "fails with\nevaluate's \"Couldn't find a module script ... doesn't exist on the Hugging Face Hub either\"" \
+        in section
     card = (REPO / "cards" / f"{name}.md").read_text(encoding="utf-8")
-    assert "The bare name needs `import movers` once per `HF_HOME`" in card
-    assert f"`evaluate.load(\"{name}\")` fails with evaluate's \"Couldn't find a module script" in card
+    assert "import movers  # registers the modules" in card
+    assert "(../docs/evaluate.md#offline-and-the-bare-name)" in card
 
 
 def test_register_is_idempotent_and_refreshes(tmp_path):

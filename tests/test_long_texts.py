@@ -1,4 +1,4 @@
-"""Long outputs on every core (issue 29): transport threads that never change a number, the encoder reading
+"""Long outputs on every core: transport threads that never change a number, the encoder reading
 ahead on an accelerator, and the length benchmark.
 
 Expected values are the same calls on one thread (the code path that solves one problem after another); a
@@ -305,14 +305,14 @@ def test_long_text_study_on_one_article_per_set(tmp_path, monkeypatch, capsys):
 
     val = {"metrics": {"moverscore": {"truncate": {"sets": {"realsumm": {"value": 0.2, "ci": [0.1, 0.3]}}}}},
            "missing": ["moverscore w512h realsumm"]}
-    assert "| 512 windows, half overlap (before) | " in render_compact({"dev": result, "validation": val})
+    assert "| 512 windows, half overlap | " in render_compact({"dev": result, "validation": val})
     assert render_compact({"dev": result, "validation": val}).count("| not computed | |") == 1
     assert "**Not computed on the validation set**" in render_full({"dev": result, "validation": val})
 
 
 def test_the_study_tables_are_rendered_from_the_figures():
-    """The generated blocks of the study page, the benchmarks page and the cards are the committed figures'
-    (`movers bench long-texts --render cards/long_texts.json --write` rewrites them)."""
+    """The generated tables of the study page are the committed figures' (`movers bench long-texts --render
+    cards/long_texts.json --write` rewrites them); the cards, the README and the benchmarks page link to it."""
     from movers.bench.long_texts import BEGIN, END, FIGURES, render
 
     figures = json.loads((REPO / FIGURES).read_text())

@@ -1,4 +1,4 @@
-"""Reliability where real use goes (issue 23): one module object shared by threads, Unicode normal forms,
+"""Reliability where real use goes: one module object shared by threads, Unicode normal forms,
 huge single texts and invalid code points through both APIs and the command line, a broken evaluate cache
 (HF_HOME), garbage fitted tables, and Lazy-EMD's self-distance bound on long texts.
 
@@ -28,7 +28,7 @@ import torch
 
 import movers
 from movers.core.validation import MAX_TEXT_CHARS
-from movers.integrations.hub import loading as hub
+from movers.integrations.hub.loading import loading as hub
 
 from .test_cli import _PATH, one_line_error, run
 

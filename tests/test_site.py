@@ -21,7 +21,16 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 import movers
-from movers.cli.site import SEARCH_WORKER, doctest_lexer, include, public_names, reference_pages, relink, site_map
+from movers.cli.site import (
+    SEARCH_WORKER,
+    RestRoles,
+    doctest_lexer,
+    include,
+    public_names,
+    reference_pages,
+    relink,
+    site_map,
+)
 
 from .conftest import REPO
 from .test_cli import _PATH, run
@@ -46,10 +55,11 @@ def site(tmp_path_factory) -> Path:
 
 
 def _copy_of_the_sources(tmp_path: Path) -> Path:
-    """What the build reads: the config, the pages, the README, the cards and the package source (docstrings)."""
+    """What the build reads: the config, the pages, the README, the changelog, the cards, the declared addresses
+    (pyproject.toml) and the package source (docstrings)."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    for name in ("mkdocs.yml", "README.md"):
+    for name in ("mkdocs.yml", "README.md", "CHANGELOG.md", "pyproject.toml"):
         shutil.copy(REPO / name, repo / name)
     ignore = shutil.ignore_patterns("__pycache__")
     for name in ("docs", "cards"):
@@ -178,6 +188,15 @@ def test_the_api_reference_lists_every_public_name(site):
     assert not re.search(r":(class|func|meth|data|mod|attr):", html["api"]), "a reST role reached the page"
 
 
+def test_no_built_page_shows_a_doctest_directive(site):
+    """The docstrings' examples keep their directives for the test runner (`# doctest: +SKIP`); the API reference
+    shows them as a reader copies them. (The written pages hold none: tests/test_docs.py.)"""
+    shown = [p.relative_to(site).as_posix() for p in site.rglob("*.html")
+             if re.search(r"doctest:\s*[+-]", p.read_text(encoding="utf-8"))]
+    assert not shown, shown
+    assert RestRoles.convert(">>> movers.x()   # doctest: +SKIP\n1") == ">>> movers.x()\n1"
+
+
 def test_the_api_reference_lists_every_option_with_its_default(site):
     text = reference_pages(REPO)["reference/metrics.md"]
     html = (site / "reference" / "metrics.html").read_text(encoding="utf-8")
@@ -214,6 +233,11 @@ def test_links_written_for_github_point_to_the_site_pages():
     assert "x = [a](../../cards/twmd.md)" in got  # code blocks are left alone
     assert relink("[docs](docs/cli.md) [card](cards/twmd.md)", "README.md", "index.md", mapping) == \
         "[docs](cli.md) [card](metrics/twmd.md)"
+    # the site's own declared address (links into the API reference, which the repository does not hold)
+    site = "https://example.org/docs/"
+    assert relink(f"[api]({site}reference/metrics.html#movers.twmd) [home]({site}) [other](https://x.org/)",
+                  "cards/twmd.md", "metrics/twmd.md", mapping, site_url=site) == \
+        "[api](../reference/metrics.md#movers.twmd) [home](../index.md) [other](https://x.org/)"
 
 
 def test_include_inserts_a_section_with_its_links_re_pointed(tmp_path):

@@ -25,7 +25,8 @@ from movers.integrations.spaces.page import InputError, parse_inputs
 from movers.integrations.spaces.page import page as metric_page
 from movers.metrics.delta_bleu import delta_bleu_ngrams
 from movers import __version__ as _version
-from movers.integrations.spaces.build import GRADIO_VERSION, TORCH_VERSION, build
+from movers.integrations import TORCH_VERSION
+from movers.integrations.spaces.build import GRADIO_VERSION, build
 
 from .conftest import venv_with_our_dependencies as _venv_with_our_dependencies
 
@@ -127,7 +128,7 @@ def test_space_folder_holds_what_the_space_runs(slug, spaces, wheel):
     images = {"lazy_emd_matching.png"} if slug == "lazy_emd" else set()
     assert {p.name for p in folder.iterdir()} == {"app.py", "README.md", "requirements.txt", f"{slug}.py",
                                                    wheel.name, *images}
-    assert (folder / "README.md").read_bytes() == (REPO / "cards" / f"{slug}.md").read_bytes()
+    assert (folder / "README.md").read_bytes() == (REPO / "metrics" / slug / "README.md").read_bytes()
     for image in images:
         assert (folder / image).read_bytes() == (REPO / "cards" / image).read_bytes()
     assert (folder / "requirements.txt").read_text() == (REPO / "metrics" / slug / "requirements.txt").read_text()
@@ -201,7 +202,7 @@ def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> N
 
 
 # What the first example of each page must show: signature prefix, and where the papers give numbers,
-# the per-segment values (Lazy-EMD: the default "tuned" preset's 0.5726 / 0.4751 in the card, issue 22; the
+# the per-segment values (Lazy-EMD: the default "tuned" preset's 0.5726 / 0.4751 in the card; the
 # original code's 0.1999 / 0.1795 are pinned with preset="original" by the module's doctest; ΔBLEU: 54.75 by hand).
 EXPECT = {
     "moverscore": ("MoverScore|", None),

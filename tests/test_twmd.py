@@ -18,7 +18,7 @@ from movers.metrics.twmd import DEFAULT_TEMPERATURES, MODES, default_layer
 
 from .conftest import REPO, groups, reference_records, regrouped
 
-ATOL_PARITY = 1e-5  # issue 5: per-segment |Δ| vs the original on precision, recall and F
+ATOL_PARITY = 1e-5  # per-segment |Δ| vs the original on precision, recall and F
 
 PAIRS = [
     ("The cat sat on the mat.", "A cat was sitting on the mat."),

@@ -3,6 +3,7 @@ the encoder floor and bert-score, with the transport's share of each metric's ti
 
     movers bench speed --lengths 50,200,800,2000                 # torch's default threads
     movers bench speed --lengths 800,2000 --threads 1 --metric moverscore --metric lazy_emd
+    movers bench speed --lengths 800,2000 --render saved.json    # the report of a run saved with --json
 
 Pairs: SummEval's 100 source articles (../shared/data/summeval, development) joined into one stream of words;
 for length L, pair k is the passage of L words starting at word 2kL against the passage of L words starting
@@ -34,7 +35,7 @@ from typing import Any
 
 from . import run_child
 
-__all__ = ["main", "pairs", "ROW_WORDS", "items"]
+__all__ = ["main", "pairs", "ROW_WORDS", "items", "render", "render_saved"]
 
 ROW_WORDS = 16_000
 """Words of text per row of the table (split into pairs of the row's length)."""
@@ -179,8 +180,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--row-words", type=int, default=ROW_WORDS, help=f"words per row (default {ROW_WORDS:,})")
     p.add_argument("--no-bertscore", action="store_true", help="leave bert-score out")
     p.add_argument("--json", help="also write the measurements to this file")
+    p.add_argument("--render", metavar="JSON", help="print the report of the --lengths rows of a run saved with "
+                                                    "--json instead of running (what the docs include)")
     args = p.parse_args(argv)
     lengths = [int(x) for x in args.lengths.split(",") if x.strip()]
+    if args.render:
+        with open(args.render, encoding="utf-8") as f:
+            print(render_saved(json.load(f), lengths))
+        return 0
     plan = items(args.metric or registry.slugs(), not args.no_bertscore)
     rows: dict[int, dict[str, Any]] = {}
     for length in lengths:
@@ -193,6 +200,13 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"row_words": args.row_words, "threads": args.threads, "rows": rows}, f, indent=1)
     return 0
+
+
+def render_saved(saved: dict[str, Any], lengths: list[int] | None = None) -> str:
+    """The report of a run saved with ``--json`` (its rows of `lengths`, default all), as the run printed it."""
+    rows = {int(k): v for k, v in saved["rows"].items() if lengths is None or int(k) in lengths}
+    items = list(next(iter(rows.values())))
+    return render(rows, items, saved["row_words"], saved["threads"])
 
 
 def render(rows: dict[int, dict[str, Any]], items: list[str], row_words: int, threads: int | None) -> str:

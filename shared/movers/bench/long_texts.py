@@ -2,15 +2,15 @@
 
     movers bench long-texts --split dev                   # choose: SummEval and Newsroom (development)
     movers bench long-texts --split validation            # then, once, the final numbers: RealSumm
-    movers bench long-texts --render cards/long_texts.json --write   # the tables in the docs and cards
+    movers bench long-texts --render cards/long_texts.json --write   # the tables of the study page
 
 Every metric that declares a :class:`~movers.core.spec.LongTextStudy` scores each summary against its source
 article (prediction = summary, reference = article: BARTScore's source -> hypothesis protocol) under every
 candidate way of reading the article:
 
 * the encoder readings (:data:`READINGS`): truncated to the first window, as the originals and bert-score;
-  512-token windows with half overlap (each token from the window where it is most central: the default
-  before this study), a quarter and no overlap; 256-token windows (the length all-MiniLM-L6-v2 was trained
+  512-token windows with half overlap (each token from the window where it is most central), a quarter and no
+  overlap; 256-token windows (the length all-MiniLM-L6-v2 was trained
   on) with half and no overlap. A text that fits the window reads the same under all of them;
 * the metric's transport that fits a short text against a long one (``LongTextStudy.partial``: partial or
   unbalanced transport with the summary as the source), on the truncated and on the windowed article.
@@ -66,7 +66,7 @@ RULE = ("Per metric, the default is truncation (the originals' and bert-score's 
 """The decision rule, fixed before the study ran."""
 
 FIGURES = "cards/long_texts.json"
-"""The committed figures (relative to the checkout) the docs' and cards' generated tables are rendered from."""
+"""The committed figures (relative to the checkout) the docs' generated tables are rendered from."""
 
 
 @dataclass(frozen=True)
@@ -92,8 +92,6 @@ READINGS = (
     Reading("w256n", "256-token windows, no overlap", "window", 256, 0.0),
 )
 BY_KEY = {r.key: r for r in READINGS}
-PREVIOUS = "w512h"
-"""The reading every metric used by default before the study (the whole text, half-overlapping windows)."""
 PARTIAL_READINGS = ("truncate", "w512h")
 """The readings the partial transport is scored with."""
 
@@ -351,7 +349,7 @@ def render_full(figures: dict) -> str:
             name = _label(key) if study.windows else \
                 {"truncate": "article truncated at 512 tokens", "w512h": "whole article"}[reading]
             name = f"partial transport, {name}" if key.startswith("partial-") and not study.windows else name
-            name = f"**{name}** (default)" if key == chosen else f"{name} (before)" if key == PREVIOUS else name
+            name = f"**{name}** (default)" if key == chosen else name
             cells = [_cell(row["sets"][n]) for n in dev["sets"]]
             delta = "" if key == "truncate" else _cell(row["mean"]["delta"], signed=True)
             tail = _validation_cells(val, slug, key)
@@ -362,8 +360,8 @@ def render_full(figures: dict) -> str:
 
 
 def _criteria_table(figures: dict) -> list[str]:
-    """Kendall τ per criterion (point values) of each metric's truncation, its previous default (half-overlap
-    windows) and its default."""
+    """Kendall τ per criterion (point values) of each metric's truncation, its whole text in half-overlapping
+    windows and its default."""
     dev, val = figures["dev"], figures.get("validation")
     crits = [(n, c) for n in dev["sets"] for c in dev["sets"][n]["criteria"]]
     head = "| metric | reading | " + " | ".join(f"{SHORT[n]} {c}" for n, c in crits) + (
@@ -387,13 +385,11 @@ def _short(slug: str, key: str) -> str:
     assert study is not None
     text = {"truncate": "truncated", "w512h": "512 windows, half overlap" if study.windows else "whole document"}
     label = text.get(key, _label(key))
-    if key == PREVIOUS:
-        label += " (before)"
     return f"{label} (default)" if key == default_reading(slug) else label
 
 
 def render_compact(figures: dict, slugs: list[str] | None = None) -> str:
-    """The short table of the cards and the benchmarks page: per metric, truncation, the half-overlap windows and
+    """A short table: per metric, truncation, the half-overlap windows and
     the default, development mean and RealSumm with the paired difference to truncation."""
     dev, val = figures["dev"], figures.get("validation")
     lines = [BEGIN, "", "| metric | reading | development mean τ | Δ vs truncation |"
@@ -411,18 +407,14 @@ def render_compact(figures: dict, slugs: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
-TARGETS = {"docs/long-texts.md": None, "docs/benchmarks.md": "all"}
-"""Pages with a generated block: the full tables (None) or the compact table of every metric ("all"); each
-studied metric's card gets its own compact rows."""
+TARGETS = {"docs/long-texts.md": None}
+"""Pages with a generated block: the full tables (None) or the compact table of every metric ("all")."""
 
 
 def render(figures: dict, repo: Path) -> dict[Path, str]:
-    """{file: its generated block} for the study page, the benchmarks page and each studied metric's card."""
-    blocks: dict[Path, str] = {repo / "docs" / "long-texts.md": render_full(figures),
-                               repo / "docs" / "benchmarks.md": render_compact(figures)}
-    for slug in figures["dev"]["metrics"]:
-        blocks[repo / "cards" / f"{slug}.md"] = render_compact(figures, [slug])
-    return blocks
+    """{file: its generated block}: the study page's tables of every candidate (the cards, the README and the
+    benchmarks page link to it)."""
+    return {repo / "docs" / "long-texts.md": render_full(figures)}
 
 
 def sync(text: str, block: str, where: str) -> str:
@@ -456,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="figures from the candidates already scored under --out; the others are listed as not computed")
     p.add_argument("--figures", default=FIGURES, help=f"the figures file to update (default {FIGURES})")
     p.add_argument("--render", metavar="JSON", help="render the figures in JSON instead of scoring")
-    p.add_argument("--write", action="store_true", help="with --render: rewrite the blocks in the docs and cards")
+    p.add_argument("--write", action="store_true", help="with --render: rewrite the blocks in the docs")
     p.add_argument("--repo", default=".", help="with --write / --figures: the checkout")
     args = p.parse_args(argv)
     repo = Path(args.repo)
@@ -467,9 +459,6 @@ def main(argv: list[str] | None = None) -> int:
                 new = sync(path.read_text(encoding="utf-8"), block, str(path))
                 path.write_text(new, encoding="utf-8")
                 print(f"wrote {path}")
-                copy = repo / "metrics" / path.stem / "README.md"  # a card's copy in its evaluate module folder
-                if path.parent.name == "cards" and copy.parent.is_dir():
-                    copy.write_text(new, encoding="utf-8")
             else:
                 print(f"## {path}\n\n{block}\n")
         return 0

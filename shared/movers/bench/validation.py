@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import metrics as registry
+from ..integrations.cards import write_card
 from .suite import run_suite
 
 __all__ = ["rows", "run_validation", "render_headline", "render_tables", "render_summary", "render_plot", "main",
@@ -304,9 +305,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.write:
                 path.write_text(sync(path.read_text(encoding="utf-8"), block, str(path), key), encoding="utf-8")
                 print(f"wrote {path}" + (f" ({key})" if key else ""))
-                copy = repo / "metrics" / path.stem / "README.md"  # the evaluate module's copy of the card
-                if path.parent.name == "cards" and copy.is_file():
-                    copy.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+                if path.parent.name == "cards":  # and the evaluate module's README made from the card
+                    write_card(repo, path.stem, path.read_text(encoding="utf-8"))
             else:
                 print(f"## {path}" + (f" ({key})" if key else "") + f"\n\n{block}\n")
         if args.write:

@@ -5,19 +5,20 @@ command line's usage too.
 ``mkdocs.yml`` names ``docs/hooks.py``, which hands three MkDocs events to this module:
 
 * :func:`on_config`: one navigation entry per metric card, after ``metrics/index.md`` (from the registry);
-* :func:`on_files`: the pages that are not files under ``docs/``: the README as the front page, each card
-  ``cards/<slug>.md`` as ``metrics/<slug>.md`` (with the pictures beside the cards), and the API reference,
-  written from the declarations and docstrings (:func:`reference_pages`);
+* :func:`on_files`: the pages that are not files under ``docs/``: the README as the front page, the changelog,
+  each card ``cards/<slug>.md`` as ``metrics/<slug>.md`` (with the pictures beside the cards), and the API
+  reference, written from the declarations and docstrings (:func:`reference_pages`);
 * :func:`on_page_markdown`: links written for GitHub (``../cards/twmd.md``, ``docs/cli.md``) point to the
-  pages those files become, ``<!-- include: FILE#section -->`` inserts a section of another file, and doctest
-  blocks are shown with the ``pycon`` lexer, so that the copy button leaves out prompts and outputs;
+  pages those files become, and so do absolute links to this site's declared address (the API reference, which
+  the repository does not hold); ``<!-- include: FILE#section -->`` inserts a section of another file, and
+  doctest blocks are shown with the ``pycon`` lexer, so that the copy button leaves out prompts and outputs;
 * :func:`on_post_build`: the search index and the search worker as scripts, so that the site searches when it
   is opened from disk (``file://``; ``docs/javascripts/file-search.js`` starts the worker).
 
 So every page stays valid Markdown on GitHub, and nothing is copied: the site reads the cards, the README and
 the declarations when it is built (``movers docs``; ``tests/test_site.py`` builds it in strict mode).
 :class:`RestRoles`, a griffe extension named in ``mkdocs.yml``, turns the docstrings' reST roles
-(``:class:`~movers.Scores```) into code spans for mkdocstrings.
+(``:class:`~movers.Scores```) into code spans for mkdocstrings and leaves their doctest directives out.
 """
 from __future__ import annotations
 
@@ -39,14 +40,12 @@ from mkdocs.structure.pages import Page
 
 from .. import metrics as registry
 from ..core.spec import MetricSpec
-from ..integrations.hub.cards import option_rows
+from ..integrations.hub.cards import card_slugs, option_rows, project_urls, rewrite_links, site_map
 from ..pipeline.call import MetricFunction, signature_of
 
 __all__ = ["on_config", "on_files", "on_page_markdown", "on_post_build", "site_map", "reference_pages",
            "public_names", "relink", "include", "doctest_lexer", "RestRoles", "PublicName", "SEARCH_WORKER"]
 
-CARDS = "cards"
-"""The folder of the metric cards (the one source of each metric's page and evaluate module README)."""
 METRICS_INDEX = "metrics/index.md"
 """The overview page after which the navigation lists one page per card."""
 REFERENCE = "reference"
@@ -54,19 +53,6 @@ REFERENCE = "reference"
 
 
 # ------------------------------------------------------------------------------------------ site files
-
-def card_slugs(repo: Path) -> list[str]:
-    """The registered metrics that have a card (``wms`` is documented in the SMS card)."""
-    return [s for s in registry.slugs() if (repo / CARDS / f"{s}.md").is_file()]
-
-
-def site_map(repo: Path) -> dict[str, str]:
-    """Repository path -> site path of every file the site takes from outside ``docs/``."""
-    out = {"README.md": "index.md"}
-    out.update({f"{CARDS}/{slug}.md": f"metrics/{slug}.md" for slug in card_slugs(repo)})
-    out.update({f"{CARDS}/{p.name}": f"metrics/{p.name}" for p in sorted((repo / CARDS).glob("*.png"))})
-    return out
-
 
 def _repo(config: MkDocsConfig) -> Path:
     return Path(config.config_file_path).resolve().parent
@@ -76,54 +62,36 @@ def _docs_prefix(config: MkDocsConfig) -> str:
     return Path(config.docs_dir).resolve().relative_to(_repo(config)).as_posix()
 
 
-def _to_site(repo_path: str, mapping: dict[str, str], docs: str) -> str | None:
-    if repo_path.startswith(docs + "/"):
-        return repo_path[len(docs) + 1:]
-    return mapping.get(repo_path)
-
-
 # --------------------------------------------------------------------------------- links and includes
 
-_LINK = re.compile(r"(?P<code>(`+)(?:.|\n)*?\2)|(?P<open>\]\()(?P<target>[^)\s]+)(?P<close>(?:\s+\"[^\"]*\")?\))")
 _FENCE = re.compile(r"^(```|~~~)")
 _INCLUDE = re.compile(r"^<!--\s*include:\s*(?P<path>[^#\s]+)#(?P<anchor>[\w-]+)\s*-->[ \t]*$", re.M)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
-def _outside_fences(text: str) -> list[tuple[bool, str]]:
-    """`text` cut into (inside a fenced code block?, lines) runs."""
-    runs: list[tuple[bool, str]] = []
-    fenced = False
-    for line in text.splitlines(keepends=True):
-        inside = fenced or bool(_FENCE.match(line))
-        if _FENCE.match(line):
-            fenced = not fenced
-        if runs and runs[-1][0] == inside:
-            runs[-1] = (inside, runs[-1][1] + line)
-        else:
-            runs.append((inside, line))
-    return runs
-
-
-def relink(text: str, source: str, page: str, mapping: dict[str, str], docs: str = "docs") -> str:
+def relink(text: str, source: str, page: str, mapping: dict[str, str], docs: str = "docs",
+           site_url: str | None = None) -> str:
     """`text`, written at repository path `source`, with its relative links pointing from site page `page` to
-    the site pages of the files they name. Links to files the site does not hold are left for MkDocs to
-    report (a broken link fails the strict build)."""
+    the site pages of the files they name, and its absolute links into this site (`site_url`, the declared
+    ``Documentation`` address: ``<site_url>reference/metrics.html#x``) made relative too, so that the build checks
+    them and the site works offline. Links to files the site does not hold are left for MkDocs to report (a
+    broken link fails the strict build)."""
 
-    def target(match: re.Match[str]) -> str:
-        if match.group("code"):
-            return match.group(0)
-        link = match.group("target")
+    def target(link: str) -> str | None:
+        if site_url and link.startswith(site_url):
+            path, hash_, anchor = link[len(site_url):].partition("#")
+            path = (path or "index.html").removesuffix(".html") + ".md"
+            return posixpath.relpath(path, posixpath.dirname(page) or ".") + hash_ + anchor
         if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", link) or link.startswith(("#", "/")):
-            return match.group(0)
+            return None
         path, hash_, anchor = link.partition("#")
-        site = _to_site(posixpath.normpath(posixpath.join(posixpath.dirname(source), path)), mapping, docs)
+        repo_path = posixpath.normpath(posixpath.join(posixpath.dirname(source), path))
+        site = repo_path[len(docs) + 1:] if repo_path.startswith(docs + "/") else mapping.get(repo_path)
         if site is None:
-            return match.group(0)
-        new = posixpath.relpath(site, posixpath.dirname(page) or ".") + hash_ + anchor
-        return match.group("open") + new + match.group("close")
+            return None
+        return posixpath.relpath(site, posixpath.dirname(page) or ".") + hash_ + anchor
 
-    return "".join(chunk if fenced else _LINK.sub(target, chunk) for fenced, chunk in _outside_fences(text))
+    return rewrite_links(text, target)
 
 
 def section(text: str, anchor: str, where: str) -> str:
@@ -145,7 +113,8 @@ def section(text: str, anchor: str, where: str) -> str:
     return "".join(lines[start:]).strip("\n") + "\n"
 
 
-def include(text: str, source: str, page: str, repo: Path, mapping: dict[str, str], docs: str = "docs") -> str:
+def include(text: str, source: str, page: str, repo: Path, mapping: dict[str, str], docs: str = "docs",
+            site_url: str | None = None) -> str:
     """`text` with each ``<!-- include: FILE#anchor -->`` line (FILE relative to `source`) replaced by that
     section of FILE, its links re-pointed from `page`."""
 
@@ -154,7 +123,7 @@ def include(text: str, source: str, page: str, repo: Path, mapping: dict[str, st
         if not (repo / path).is_file():
             raise PluginError(f"docs: {source} includes {match.group('path')}, which does not exist.")
         body = section((repo / path).read_text(encoding="utf-8"), match.group("anchor"), path)
-        return relink(body, path, page, mapping, docs).rstrip("\n")
+        return relink(body, path, page, mapping, docs, site_url).rstrip("\n")
 
     return _INCLUDE.sub(insert, text)
 
@@ -197,7 +166,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Add the README, the cards and their pictures, and the generated API reference."""
+    """Add the README, the changelog, the cards and their pictures, and the generated API reference."""
     repo = _repo(config)
     added = [File.generated(config, site, abs_src_path=str(repo / path)) for path, site in site_map(repo).items()]
     added += [File.generated(config, site, content=text) for site, text in reference_pages(repo).items()]
@@ -221,7 +190,14 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         source = f"{docs}/{site}"
     else:
         return markdown  # a generated page: its links are site paths already
-    return doctest_lexer(relink(include(markdown, source, site, repo, mapping, docs), source, site, mapping, docs))
+    url = _site_url(repo)
+    return doctest_lexer(relink(include(markdown, source, site, repo, mapping, docs, url), source, site, mapping, docs,
+                                url))
+
+
+def _site_url(repo: Path) -> str:
+    """The declared address of this site (``[project.urls]`` Documentation), ending in a slash."""
+    return project_urls(repo)["Documentation"].rstrip("/") + "/"
 
 
 SEARCH_WORKER = "search/worker.js"
@@ -298,8 +274,7 @@ _LAYERS = {
     "core": "Results, signatures, explanations and scopes (`movers.core`)",
     "text": "Encoders, the embedding cache, IDF and centring (`movers.text`)",
     "metrics": "The registry and what the metric files export (`movers.metrics`)",
-    "api": "Explain, stream, fit and compare by a metric's name (`movers.api`)",
-    "integrations": "Loading, evaluate modules and rewards (`movers.integrations`)",
+    "integrations": "Loading, comparing, streaming, rewards and evaluate modules (`movers.integrations`)",
 }
 
 
@@ -418,9 +393,13 @@ _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|data|mod|attr|exc|obj|const):`(
                    r"(?:\s*<(?P<target>[^>`]+)>)?`")
 
 
+_DIRECTIVE = re.compile(r"[ \t]*#\s*doctest:[^\n]*$", re.M)
+"""A doctest directive at the end of an example line (``# doctest: +SKIP``): for the test runner, not the reader."""
+
+
 class RestRoles(griffe.Extension):
     """Docstrings written for Sphinx (``:class:`~movers.Scores```, a paragraph ending in ``::``) as Markdown
-    code spans and paragraphs, before mkdocstrings parses them (Google style)."""
+    code spans and paragraphs, before mkdocstrings parses them (Google style); doctest directives are left out."""
 
     @staticmethod
     def convert(text: str) -> str:
@@ -430,7 +409,7 @@ class RestRoles(griffe.Extension):
                 shown = shown.split(".")[-1]
             return f"`{shown}`"
 
-        text = _ROLE.sub(role, text)
+        text = _DIRECTIVE.sub("", _ROLE.sub(role, text))
         return re.sub(r"(?<=\S)::$", ":", re.sub(r"^\s*::\s*$", "", text, flags=re.M), flags=re.M)
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:

@@ -13,7 +13,13 @@ Every metric fact is read from the registry (:mod:`movers.metrics`); the library
 
 from __future__ import annotations
 
-__all__ = ["missing_extra"]
+__all__ = ["missing_extra", "TORCH_VERSION", "TORCH_INDEX"]
+
+TORCH_VERSION = "2.13.0+cpu"
+"""The torch build a Space pins in its requirements.txt and a card's install lines name: the CPU build, so that a
+Space does not pull several GB of CUDA packages."""
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+"""Where that build is found (PyPI's torch is the CUDA one)."""
 
 
 def missing_extra(module: str, package: str, extra: str) -> str:

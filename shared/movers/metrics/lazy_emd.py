@@ -15,7 +15,7 @@ the reference's. Limits (tested): λc = λr = ∞ is the entropic EMD (→ WMD a
 preset      source                                                 settings
 =========== ====================================================== =====================================
 "tuned"     the original's code, strengths chosen on the           plan entries with C >= 0.999 zeroed
-            development sets (2026-11-24; the card)                after solving; λc = 3.68, λr = 4.96
+            development sets (docs/development.md)                 after solving; λc = 3.68, λr = 4.96
                                                                    (16 × the original's) (default)
 "original"  Beastlyprime/lazy_emd HEAD 1e9a256 (``Scorer``)        the same mask; λc = 0.23, λr = 0.31
 "paper"     the formula above                                      no mask; λc = 0.23, λr = 0.31
@@ -78,7 +78,7 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {
-    # 16 x the original's strengths (same ratio): the development sets' choice (2026-11-24; docs/development.md)
+    # 16 x the original's strengths (same ratio): the development sets' choice (docs/development.md)
     "tuned": Preset(mask=MASK_THRESHOLD, reg_candidate=3.68, reg_reference=4.96),
     "original": Preset(mask=MASK_THRESHOLD, reg_candidate=0.23, reg_reference=0.31),
     "paper": Preset(mask=None, reg_candidate=0.23, reg_reference=0.31),
@@ -88,15 +88,14 @@ PRESETS: dict[str, Preset] = {
 @dataclass(frozen=True, kw_only=True)
 class LazyEmdOptions(EmbeddingOptions):
     reg: float = option(0.009, "Entropic strength ε > 0 (the original's 0.009).", low=0.0, low_open=True)
-    reg_candidate: float | None = option(None, """λc in [0, inf], KL weight of the prediction (row) marginal;
-        inf makes it exact, 0 frees it; None = the preset's (3.68 for "tuned", the original's 0.23).""",
+    reg_candidate: float | None = option(None, """λc in [0, inf], KL weight of the prediction (row) marginal
+        (inf: exact, 0: free); None = the preset's.""",
                                          checked=False)
     reg_reference: float | None = option(None, """λr in [0, inf], KL weight of the reference (column) marginal;
-        None = the preset's (4.96 for "tuned", the original's 0.31).""", checked=False)
+        None = the preset's.""", checked=False)
     preset: Literal["tuned", "original", "paper"] = option(DEFAULT_PRESET, """"tuned" (default: the authors'
-        code, plan entries with cost >= 0.999 zeroed after solving, with marginal strengths 16 times the
-        original's, chosen on the development sets), "original" (the authors' code and strengths, 0.23 and
-        0.31) or "paper" (the original's strengths, no mask).""")
+        code, with marginal strengths 16 times theirs, chosen on the development sets), "original" (the authors'
+        code and strengths, 0.23 and 0.31) or "paper" (the original's strengths, no mask).""")
     mask: bool | float | None = option(None, """Override the preset's mask: True (threshold 0.999), False
         (no mask) or a cost threshold in (0, 2]; None = the preset's.""",
                                             widget=Widget("dropdown", ("(preset)", "True", "False"),
@@ -111,9 +110,8 @@ class LazyEmdOptions(EmbeddingOptions):
     max_iter: int = option(200_000, "The original's iteration cap.", low=1, integer=True)
     tol: float = option(1e-6, "The original's stopping threshold.", low=0.0, low_open=True)
     solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = option("sinkhorn", """"sinkhorn" (default): the
-        accelerated scaling iterations (translation steps, over-relaxation: the original's optimum in far
-        fewer iterations when λ >> ε); "sinkhorn-plain": the original's plain iterations (its iteration
-        counts); "emd": exact EMD with the same masses and cost and no mask, the original's WMD baseline.""")
+        original's scaling iterations, accelerated to the same optimum; "sinkhorn-plain": the original's
+        iterations exactly; "emd": exact EMD with the same masses and cost, no mask (the original's WMD).""")
     return_matching: bool = option(False, """Add extra["matching"]: per segment and reference, the tokens and
         the plan P* as scored (mask applied), for movers.lazy_emd_plot.""", runtime=True)
     encoder: Encoder | None = encoder_option()
@@ -271,7 +269,7 @@ class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
     reference_urls = ("https://www.ijcai.org/proceedings/2020/516",)
     higher_is_better = False
     bench_options = {"idf": True}
-    original_options = {"preset": "original"}  # the authors' KL strengths (the default until 2026-11-24)
+    original_options = {"preset": "original"}  # the authors' KL strengths
     long_text_study = LongTextStudy({"reg_reference": 0.0}, """the article's marginal freed (reg_reference=0):
         the summary (rows, the source) keeps its marginal at the tuned strength and sends its mass to whichever
         article tokens are nearest; the article need not be covered""")

@@ -55,7 +55,7 @@ __all__ = ["MOVERSCORE", "MoverScoreOptions", "moverscore_from_embeddings", "mov
            "moverscore_kept", "PRESETS", "DEFAULT_PRESET"]
 
 DEFAULT_PRESET = "1.0.3"
-"""Chosen on the development sets (2026-11-23; docs/development.md): 1 - d correlates better than 1/(1 + d)
+"""Chosen on the development sets (docs/development.md): 1 - d correlates better than 1/(1 + d)
 under Pearson."""
 
 Cost = Literal["euclidean", "sqeuclidean", "cosine"]
@@ -112,10 +112,8 @@ class MoverScoreOptions(EmbeddingOptions):
     reference_aggregation: Literal["max", "mean"] = option("max", """Several references: "max" (default: the
         closest reference; chosen on the development sets) or "mean" (the original's example).""")
     masses: Masses = option("normalised", """"normalised" (default, the original): each side's weights scaled to
-        total 1, so the whole of both texts is matched; "partial": each token keeps its weight, and the lighter
-        text is moved whole into the heavier one, each of whose tokens takes at most its own weight (Rubner et
-        al. 2000's EMD for unequal masses: a short text against a long one, e.g. a summary against its source,
-        is not charged for the part of the long text it leaves out).""")
+        total 1, so the whole of both texts is matched; "partial": the lighter text is moved whole into the
+        heavier one and the rest of the heavier costs nothing (Rubner et al. 2000's EMD for unequal masses).""")
     encoder: Encoder | None = encoder_option()
     baseline: float | Literal["fit", "bundled"] | None = baseline_option()
 

@@ -85,15 +85,12 @@ class SmsOptions(EmbeddingOptions):
     reference_aggregation: Literal["max", "mean"] = option("max", """Several references: "max" (default; the
         closest reference) or "mean".""")
     centering: CenteringSpec = option("none", """Contextual only: subtract a mean of the kept word vectors,
-        predictions and references separately, before words and sentences are compared (Chen et al. 2020's
-        batch centring): "none" (default; the original), "corpus" (order-free), "batch" (each run of
-        `centering_batch` consecutive segments; order dependent) or a table from movers.fit_centering. The
-        cost is Euclidean on unnormalised vectors, so only the difference of the two means moves a distance.""")
+        predictions and references separately: "none" (default; the original), "corpus" (order-free), "batch"
+        (each run of `centering_batch` consecutive segments; order dependent) or a movers.fit_centering table.""")
     masses: Literal["normalised", "partial"] = option("normalised", """"normalised" (default, the original):
-        each document's masses scaled to total 1, so the whole of both is matched; "partial": the masses stay
-        counts of words, and the lighter document is moved whole into the heavier one, each of whose points
-        takes at most its own count (Rubner et al. 2000's EMD for unequal masses: a summary against its
-        source is not charged for the part of the source it leaves out).""")
+        each document's masses scaled to total 1, so the whole of both is matched; "partial": the lighter
+        document is moved whole into the heavier one and the rest of the heavier costs nothing (Rubner et al.
+        2000's EMD for unequal masses).""")
     baseline: float | Literal["fit", "bundled"] | None = baseline_option()
 
 

@@ -56,10 +56,8 @@ _NOT_SETTINGS = ("nrefs", "agg", "empty", "baseline")
 
 def unicode_option() -> Any:
     """The ``unicode`` field of every metric: the Unicode rule for its texts."""
-    return option("nfc", """"nfc" (default): predictions and references are put in Unicode normal form C before
-        tokenisation and lookup, so that a text typed with decomposed accents (NFD, e.g. from macOS file names)
-        scores as the same text composed; "none": texts as given (the originals' behaviour, where a
-        decomposed "é" is two characters, fails str.isalpha and misses GloVe's vocabulary).""")
+    return option("nfc", """"nfc" (default): texts are put in Unicode normal form C before tokenisation and
+        lookup, so decomposed accents (NFD) score as composed ones; "none": texts as given (the originals).""")
 
 
 def normalised(inputs: Inputs, form: str) -> Inputs:
@@ -80,8 +78,7 @@ def normalised(inputs: Inputs, form: str) -> Inputs:
 def empty_predictions_option() -> Any:
     """The ``empty_predictions`` field every metric with embeddings declares."""
     return option("worst", """"worst" (default): an empty or whitespace-only prediction gets the metric's worst
-        value, with a warning (so that a training loop survives a model that generates nothing); "error":
-        rejected. Empty references are always an error.""")
+        value, with a warning; "error": rejected. Empty references are always an error.""")
 
 
 def baseline_option() -> Any:

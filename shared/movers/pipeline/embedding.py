@@ -62,12 +62,10 @@ C = TypeVar("C", bound="Context")
 
 
 def long_texts_option() -> Any:
-    return option(DEFAULT_LONG_TEXTS, """Texts longer than the model window (512 positions for the bundled
-        MiniLM, about 450 words): "truncate" (default: the first window only, as the originals and bert-score; it
-        correlated better with human judgments of summaries against their source articles than every whole-text
-        reading, docs/long-texts.md), "window" (the whole text, in windows that overlap by half, each token from
-        the window where it is most central; about twice the encoding time) or "error". Texts that fit score
-        the same under all three.""")
+    return option(DEFAULT_LONG_TEXTS, """A text longer than the model window (512 positions for the bundled
+        MiniLM, about 450 words): "truncate" (default: its first window, as the originals and bert-score),
+        "window" (the whole text, in half-overlapping windows; about twice the encoding time) or "error". Texts
+        that fit score the same under all three.""")
 
 
 def model_option() -> Any:
@@ -84,10 +82,10 @@ def encoder_option() -> Any:
 class EmbeddingOptions:
     """The options every embedding metric shares (each metric's dataclass adds its own)."""
 
-    centering: CenteringSpec = option("none", """Subtract a token mean from the token vectors before they are
-        compared (Chen et al. 2020's batch centring), predictions and references separately: "none", "corpus"
-        (one pair of means over the call; order-free), "batch" (means over each run of `centering_batch`
-        consecutive segments; order dependent) or a table from movers.fit_centering (call-free).""")
+    centering: CenteringSpec = option("none", """Subtract a token mean from the token vectors, predictions and
+        references separately (Chen et al. 2020's batch centring): "none", "corpus" (one pair of means over the
+        call; order-free), "batch" (each run of `centering_batch` consecutive segments; order dependent) or a
+        table from movers.fit_centering (call-free).""")
     centering_batch: int = option(32, "Segments per centring batch (32, the TWMD original's batch size).",
                                   low=1, integer=True)
     long_texts: LongTexts = long_texts_option()

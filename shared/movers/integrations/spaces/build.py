@@ -30,14 +30,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-__all__ = ["build", "build_wheel", "installed_wheel", "requirements", "GRADIO_VERSION", "TORCH_VERSION",
-           "TORCH_INDEX", "main"]
+from .. import TORCH_INDEX, TORCH_VERSION
+
+__all__ = ["build", "build_wheel", "installed_wheel", "requirements", "GRADIO_VERSION", "main"]
 
 GRADIO_VERSION = "6.31.0"
 """The gradio the Spaces run (card ``sdk_version``): started with transformers 5.23 / huggingface_hub 2.4
 here. gradio 5.0.0 fails at import with that hub (``cannot import name 'HfFolder'``)."""
-TORCH_VERSION = "2.13.0+cpu"
-TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
 _APP = '''\
 """Hub Space: the movers demo page for {slug} (the card is README.md). Built by `movers space build`.
