@@ -86,7 +86,7 @@ def test_reading_the_next_chunk_ahead_gives_the_same_bits(slug, monkeypatch):
 
 def test_length_benchmark_pairs_and_table(capsys, tmp_path):
     data_path("summeval")
-    from movers.bench.lengths import main, pairs
+    from shared.bench.lengths import main, pairs
 
     preds, refs = pairs(40, row_words=200)
     words = " ".join(json.loads(line)["source"] for line in
@@ -271,7 +271,7 @@ def test_long_text_study_on_one_article_per_set(tmp_path, monkeypatch, capsys):
     scored with the reading its signature names, and each Kendall τ is scipy's on the saved scores."""
     from scipy import stats
 
-    from movers.bench.long_texts import load_set, main
+    from shared.bench.long_texts import load_set, main
 
     monkeypatch.setenv("MOVERS_DATA", str(data_path("summeval").parent))
     data_path("newsroom_human")
@@ -301,7 +301,7 @@ def test_long_text_study_on_one_article_per_set(tmp_path, monkeypatch, capsys):
     assert again["missing"] == ["moverscore w256n summeval", "moverscore w256n newsroom_human"]
     assert "w256n" not in again["metrics"]["moverscore"] and not list((tmp_path / "scores").glob("*_w256n_*"))
     assert again["metrics"]["moverscore"]["w512n"] == rows["w512n"]
-    from movers.bench.long_texts import render_compact, render_full
+    from shared.bench.long_texts import render_compact, render_full
 
     val = {"metrics": {"moverscore": {"truncate": {"sets": {"realsumm": {"value": 0.2, "ci": [0.1, 0.3]}}}}},
            "missing": ["moverscore w512h realsumm"]}
@@ -312,11 +312,11 @@ def test_long_text_study_on_one_article_per_set(tmp_path, monkeypatch, capsys):
 
 def test_the_study_tables_are_rendered_from_the_figures():
     """The generated blocks of the study page, the benchmarks page and the cards are the committed figures'
-    (`movers bench long-texts --render cards/long_texts.json --write` rewrites them)."""
-    from movers.bench.long_texts import BEGIN, END, FIGURES, render
+    (`python -m shared.bench long-texts --render cards/long_texts.json --write` rewrites them)."""
+    from shared.bench.long_texts import BEGIN, END, FIGURES, render
 
     figures = json.loads((REPO / FIGURES).read_text())
     for path, block in render(figures, REPO).items():
         text = path.read_text(encoding="utf-8")
         found = text[text.index(BEGIN):text.index(END) + len(END)]
-        assert found == block, f"{path} is stale: run movers bench long-texts --render {FIGURES} --write"
+        assert found == block, f"{path} is stale: run python -m shared.bench long-texts --render {FIGURES} --write"

@@ -1,4 +1,4 @@
-"""`movers bench scale` runs its measurements in subprocesses and reports peak RSS per corpus size."""
+"""`python -m shared.bench scale` runs its measurements in subprocesses and reports peak RSS per corpus size."""
 from __future__ import annotations
 
 import json
@@ -15,10 +15,10 @@ from .conftest import REPO, data_path
 def test_bench_scale_reports_flat_memory_for_a_streamed_metric(tmp_path):
     data_path("wmt15_16_da_seg_toen")  # the benchmark's workload
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-m", "movers", "bench", "scale", "--metric", "delta_bleu", "--base", "50",
+    out = subprocess.run([sys.executable, "-m", "shared.bench", "scale", "--metric", "delta_bleu", "--base", "50",
                           "--sizes", "1,20", "--block-size", "25", "--processes", "", "--no-bertscore",
-                          "--json", str(tmp_path / "scale.json")], env=env, capture_output=True, text=True,
-                         timeout=600)
+                          "--json", str(tmp_path / "scale.json")], env=env, cwd=REPO, capture_output=True,
+                         text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "| delta_bleu | " in out.stdout and "| max/min |" in out.stdout
     row = json.loads((tmp_path / "scale.json").read_text())["rows"][0]
@@ -27,12 +27,12 @@ def test_bench_scale_reports_flat_memory_for_a_streamed_metric(tmp_path):
 
 @pytest.mark.slow
 def test_bench_speed_times_any_metric_beside_the_floor(tmp_path):
-    """`movers bench speed` for a metric without an original to compare with (TWMD): its time, peak memory and
+    """`python -m shared.bench speed` for a metric without an original to compare with (TWMD): its time, peak memory and
     ratio to the bare encoder forward pass, from fresh subprocesses."""
     data_path("wmt15_16_da_seg_toen")  # the benchmark's workload
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-m", "movers", "bench", "speed", "--metric", "twmd", "--pairs", "8",
-                          "--repeats", "1", "--json", str(tmp_path / "speed.json")], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "shared.bench", "speed", "--metric", "twmd", "--pairs", "8",
+                          "--repeats", "1", "--json", str(tmp_path / "speed.json")], env=env, cwd=REPO, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert '| twmd | {"centering": "batch"} | this |' in out.stdout

@@ -1,4 +1,10 @@
-"""Benchmarks: ``movers bench correlation`` (human judgments) and ``movers bench speed`` (side-by-side timings)."""
+"""The studies, timings and release chores of movers: run from a checkout of the repository, never shipped.
+
+``python -m shared.bench STUDY [options]`` at the checkout's root (``shared.bench.__main__`` lists the studies).
+The package imports the installed ``movers`` by absolute imports and its own modules relatively; the
+human-judgment data sets are read from ``$MOVERS_DATA``, else ``../shared/data`` beside the checkout
+(:mod:`shared.bench.data`).
+"""
 from __future__ import annotations
 
 import json
@@ -6,9 +12,13 @@ import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
-__all__ = ["quiet_offline", "run_child"]
+__all__ = ["CHECKOUT", "quiet_offline", "run_child"]
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+"""The root of the checkout this package is part of (the folder holding ``shared/``, ``docs/`` and ``cards/``)."""
 
 
 def quiet_offline(*, category: type[Warning] = Warning) -> None:

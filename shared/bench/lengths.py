@@ -1,8 +1,8 @@
-"""``movers bench speed --lengths 50,200,800,2000``: time and peak memory of every metric by text length, beside
-the encoder floor and bert-score, with the transport's share of each metric's time.
+"""``python -m shared.bench speed --lengths 50,200,800,2000``: time and peak memory of every metric by text
+length, beside the encoder floor and bert-score, with the transport's share of each metric's time.
 
-    movers bench speed --lengths 50,200,800,2000                 # torch's default threads
-    movers bench speed --lengths 800,2000 --threads 1 --metric moverscore --metric lazy_emd
+    python -m shared.bench speed --lengths 50,200,800,2000                 # torch's default threads
+    python -m shared.bench speed --lengths 800,2000 --threads 1 --metric moverscore --metric lazy_emd
 
 Pairs: SummEval's 100 source articles (../shared/data/summeval, development) joined into one stream of words;
 for length L, pair k is the passage of L words starting at word 2kL against the passage of L words starting
@@ -42,7 +42,7 @@ ROW_WORDS = 16_000
 _CHILD = r'''
 import json, resource, sys, time, warnings
 warnings.simplefilter("ignore")
-from movers.bench.lengths import pairs
+from shared.bench.lengths import pairs
 mode, length, row_words, options = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
 preds, refs = pairs(length, row_words)
 short = ("A short warm-up text.", "Another short warm-up text.")
@@ -140,8 +140,8 @@ WHOLE = {"long_texts": "window"}
 def items(metrics: list[str], bertscore: bool = True) -> list[tuple[str, str, dict[str, Any]]]:
     """(name, child mode, options) of every row item: the floor; movers' encoding under each reading the metrics'
     defaults use and the whole text; each metric at its default and, where that truncates, ``<slug>@whole``."""
-    from .. import metrics as registry
-    from ..core.options import option_fields
+    from movers import metrics as registry
+    from movers.core.options import option_fields
 
     def default_reading(slug: str) -> str | None:
         fields = {f.name: f.default for f in option_fields(registry.get(slug).Options)}
@@ -169,9 +169,9 @@ def _run(mode: str, length: int, row_words: int, options: dict[str, Any], thread
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .. import metrics as registry
+    from movers import metrics as registry
 
-    p = argparse.ArgumentParser(prog="movers bench speed --lengths", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench speed --lengths", description=__doc__.split("\n")[0])
     p.add_argument("--lengths", required=True, help="words per text, comma-separated (e.g. 50,200,800,2000)")
     p.add_argument("--metric", action="append", choices=registry.slugs(),
                    help="repeatable (default: every registered metric)")

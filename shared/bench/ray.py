@@ -1,7 +1,7 @@
-"""``movers bench ray``: Ray Data's overhead and memory against one process.
+"""``python -m shared.bench ray``: Ray Data's overhead and memory against one process.
 
-    movers bench ray --metric moverscore --pairs 20000              # 1 process x 2 threads vs Ray 2 actors x 1
-    movers bench ray --metric delta_bleu --memory 10000,100000      # peak memory per worker and on the driver
+    python -m shared.bench ray --metric moverscore --pairs 20000          # 1 process x 2 threads vs Ray 2 actors x 1
+    python -m shared.bench ray --metric delta_bleu --memory 10000,100000  # peak memory per worker and on the driver
 
 The corpus is the first WMT15/16 pairs (development set), cycled to ``--pairs``, written to Parquet files by a
 separate process first, so the Ray driver reads nothing itself. Each measurement runs in a fresh subprocess:
@@ -146,8 +146,7 @@ def _child(mode: str, metric: str, folder: str, out: str, reader: str = "default
 
     quiet_offline()
     import movers
-
-    from .. import metrics as registry
+    from movers import metrics as registry
 
     options: dict[str, Any] = dict(registry.get(metric).bench_options)
     result: dict[str, Any] = {"mode": mode, "metric": metric}
@@ -166,7 +165,7 @@ def _child(mode: str, metric: str, folder: str, out: str, reader: str = "default
         import ray
         import ray.data
 
-        from ..integrations.ray import score
+        from movers.integrations.ray import score
 
         # 3 logical CPUs on the 2 cores: the 2 scoring actors hold one each, the third runs the Parquet reads and
         # writes (with both CPUs held by actors, the reads that feed them could never be scheduled)
@@ -206,7 +205,7 @@ def _measure(mode: str, metric: str, folder: str, reader: str = "default") -> di
         out = f.name
     env = dict(os.environ, OMP_NUM_THREADS="2" if mode == "process" else "1", OMP_WAIT_POLICY="PASSIVE")
     before = os.getloadavg()[0]
-    run = subprocess.run([sys.executable, "-m", "movers.bench.ray", "--child", mode, metric, folder, out, reader],
+    run = subprocess.run([sys.executable, "-m", "shared.bench.ray", "--child", mode, metric, folder, out, reader],
                          env=env, capture_output=True, text=True)
     if run.returncode:
         raise RuntimeError(f"bench ray {mode} failed: {run.stderr[-2000:]}")
@@ -216,8 +215,8 @@ def _measure(mode: str, metric: str, folder: str, reader: str = "default") -> di
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="movers bench ray", description=__doc__.split("\n")[0])
-    from .. import metrics as registry
+    p = argparse.ArgumentParser(prog="python -m shared.bench ray", description=__doc__.split("\n")[0])
+    from movers import metrics as registry
 
     p.add_argument("--metric", default=registry.DEMO, choices=registry.slugs(), help=f"default: {registry.DEMO}")
     p.add_argument("--pairs", type=int, default=20000, help="throughput corpus (0: skip)")
@@ -232,7 +231,7 @@ def main(argv: list[str]) -> int:
         if args.pairs:
             folder = f"{tmp}/t"
             os.makedirs(folder)
-            subprocess.run([sys.executable, "-m", "movers.bench.ray", "--write", str(args.pairs), folder], check=True)
+            subprocess.run([sys.executable, "-m", "shared.bench.ray", "--write", str(args.pairs), folder], check=True)
             one, ray_run = _measure("process", args.metric, folder), _measure("ray", args.metric, folder)
             overhead = ray_run["seconds"] / one["seconds"] - 1
             cpu_overhead = ray_run["cpu_seconds"] / one["cpu_seconds"] - 1
@@ -246,7 +245,7 @@ def main(argv: list[str]) -> int:
         for n in [int(x) for x in args.memory.split(",") if x]:
             folder = f"{tmp}/m{n}"
             os.makedirs(folder)
-            subprocess.run([sys.executable, "-m", "movers.bench.ray", "--write", str(n), folder], check=True)
+            subprocess.run([sys.executable, "-m", "shared.bench.ray", "--write", str(n), folder], check=True)
             m = _measure("ray", args.metric, folder, args.reader)
             results["memory"][n] = m
             print(f"{args.metric}, {n} pairs on Ray: peak per worker {m['worker_peak_mb']:.0f} MB "

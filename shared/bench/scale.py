@@ -1,7 +1,7 @@
-"""``movers bench scale``: peak memory against corpus size, and throughput with 1 and 2 processes.
+"""``python -m shared.bench scale``: peak memory against corpus size, and throughput with 1 and 2 processes.
 
-    movers bench scale                                   # every metric, base 200 pairs, sizes 1x and 10x
-    movers bench scale --metric twmd --base 2000 --sizes 1,10,100 --processes 1,2
+    python -m shared.bench scale                                   # every metric, base 200 pairs, sizes 1x and 10x
+    python -m shared.bench scale --metric twmd --base 2000 --sizes 1,10,100 --processes 1,2
 
 Each measurement runs in a fresh subprocess (peak RSS = the child's ``ru_maxrss``, which includes the
 Python interpreter, torch and the loaded encoder). The ``size x`` corpus is the first ``base`` pairs of
@@ -34,13 +34,13 @@ __all__ = ["main", "options"]
 
 def options(metric: str) -> dict[str, Any]:
     """The options a metric is measured with: its spec's bench options (the call-level statistics on)."""
-    from .. import metrics as registry
+    from movers import metrics as registry
 
     return dict(registry.get(metric).bench_options)
 
 
 def _shipped() -> list[str]:
-    from ..integrations.hub import module_names
+    from movers.integrations.hub import module_names
 
     return module_names()
 
@@ -138,9 +138,9 @@ def _run(args: list[str], *, processes: int = 1, threads: int | None = None) -> 
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
-               "--master_addr", "127.0.0.1", "--master_port", str(port), "-m", "movers.bench.scale", "--child", *args]
+               "--master_addr", "127.0.0.1", "--master_port", str(port), "-m", "shared.bench.scale", "--child", *args]
     else:
-        cmd = [sys.executable, "-m", "movers.bench.scale", "--child", *args]
+        cmd = [sys.executable, "-m", "shared.bench.scale", "--child", *args]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"bench scale: {' '.join(args)} failed:\n{out.stderr[-2000:]}")
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "--child":
         return _child(argv[1:])
-    p = argparse.ArgumentParser(prog="movers bench scale", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench scale", description=__doc__.split("\n")[0])
     p.add_argument("--metric", action="append", help="repeatable; default: every shipped module")
     p.add_argument("--base", type=int, default=200, help="pairs in the 1x corpus (default 200)")
     p.add_argument("--sizes", default="1,10", help="multiples of the base to stream (default 1,10)")

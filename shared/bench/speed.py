@@ -1,7 +1,16 @@
-"""``movers bench speed --generic``: time and peak memory of any registered metric, side by side with the floor.
+"""``python -m shared.bench speed``: timings of the metrics, in three forms.
 
-    movers bench speed --generic --metric moverscore --metric twmd --pairs 200
-    movers bench speed --generic --metric twmd --against /path/to/other/release/shared   # same run, two trees
+    python -m shared.bench speed --metric moverscore          # beside its original (moverscore, sms, lazy_emd)
+    python -m shared.bench speed --generic --metric twmd      # any metric: time and peak memory beside the floor
+    python -m shared.bench speed --lengths 50,200,800,2000    # every metric by text length (shared.bench.lengths)
+
+``--metric SLUG`` alone compares the metric with its original implementation where :data:`ORIGINALS` names a
+comparison, and falls back to ``--generic`` for the others.
+
+``--generic``: time and peak memory of any registered metric, side by side with the floor.
+
+    python -m shared.bench speed --generic --metric moverscore --metric twmd --pairs 200
+    python -m shared.bench speed --generic --metric twmd --against /path/to/other/release/shared   # two trees
 
 Each measurement runs in a fresh subprocess: it loads the encoder with a 4-pair call, then times one call
 on the first `--pairs` WMT15/16 development pairs (the best of `--repeats`; the metric's bench options, e.g.
@@ -13,6 +22,7 @@ in DIR (e.g. the previous release's ``shared/`` folder), in the same run, altern
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -20,7 +30,11 @@ from typing import Any
 
 from . import run_child
 
-__all__ = ["main"]
+__all__ = ["main", "generic", "ORIGINALS"]
+
+ORIGINALS = {"moverscore": "speed_moverscore", "sms": "speed_sms", "lazy_emd": "speed_lazy_emd"}
+"""metric -> the module of this package that times it beside its original implementation (or, for Lazy-EMD, a
+re-enactment of it): ``python -m shared.bench speed --metric SLUG``."""
 
 _CHILD = r'''
 import json, resource, sys, time, warnings
@@ -64,10 +78,36 @@ def _run(mode: str, metric: str, pairs: int, repeats: int, options: dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .. import metrics as registry
+    """The speed study: by text length (``--lengths``), any metric beside the floor (``--generic``), or a metric
+    beside its original (:data:`ORIGINALS`; the others fall back to ``--generic``)."""
+    from movers import metrics as registry
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--lengths" in argv:
+        from .lengths import main as by_length
+
+        return by_length(argv)
+    if "--generic" in argv:
+        return generic([a for a in argv if a != "--generic"])
+    metric, rest = registry.DEMO, argv
+    if "--metric" in argv and argv.index("--metric") + 1 < len(argv):
+        i = argv.index("--metric")
+        metric, rest = argv[i + 1], argv[:i] + argv[i + 2:]
+    if metric not in ORIGINALS:
+        print(f"python -m shared.bench speed: no comparison with the original for {metric!r}; time and memory "
+              f"instead", file=sys.stderr)
+        return generic(["--metric", metric, *rest])
+    return int(importlib.import_module(f".{ORIGINALS[metric]}", __package__).main(rest))
+
+
+def generic(argv: list[str] | None = None) -> int:
+    """``--generic``: time and peak memory of the metrics beside the floor, each in a fresh process."""
+    from movers import metrics as registry
+
     from .data import data_root
 
-    p = argparse.ArgumentParser(prog="movers bench speed --generic", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench speed --generic",
+                                description="time and peak memory of any registered metric beside the floor")
     p.add_argument("--metric", action="append", choices=registry.slugs(), required=True, help="repeatable")
     p.add_argument("--pairs", type=int, default=200, help="first N WMT15/16 development pairs (default 200)")
     p.add_argument("--repeats", type=int, default=3, help="timed calls per measurement; the best counts")

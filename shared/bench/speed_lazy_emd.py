@@ -1,4 +1,4 @@
-"""``movers bench speed --metric lazy_emd``: the original's procedure vs movers' batched Lazy-EMD.
+"""``python -m shared.bench speed --metric lazy_emd``: the original's procedure vs movers' batched Lazy-EMD.
 
 The original code (GitHub Beastlyprime/lazy_emd, ``Lazy-EMD/score.py`` + ``unbalanced.py``) is not an
 installable package (and ``score.py`` does not parse at HEAD), so this benchmark times a **runtime
@@ -26,8 +26,8 @@ implementation must at least do), movers' solver with the original's plain itera
 (``solver="sinkhorn-plain"``: what batching alone gives), and the largest score difference between
 the two procedures.
 
-    movers bench speed --metric lazy_emd                 # 200 WMT15/16 pairs, a few minutes on 2 cores
-    movers bench speed --metric lazy_emd --pairs 1000 --data bagel --threads 1
+    python -m shared.bench speed --metric lazy_emd                 # 200 WMT15/16 pairs, a few minutes on 2 cores
+    python -m shared.bench speed --metric lazy_emd --pairs 1000 --data bagel --threads 1
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ class OriginalReenactment:
     def __init__(self, model: str | None = None, layer: int = -1) -> None:
         import transformers
 
-        from ..text.embedding import _resolve_model
+        from movers.text.embedding import _resolve_model
 
         transformers.utils.logging.disable_progress_bar()
 
@@ -132,10 +132,10 @@ def _movers_phases(preds: list[str], refs: list[str], *, reg: float, reg_c: floa
     """End-to-end time of movers.lazy_emd, and its two phases timed alone on the same inputs:
     ``Encoder.embed`` of all texts, and the batched solver on the resulting cost matrices (also with
     the plain iterations when `plain`)."""
-    from .. import metrics as registry
-    from ..core.histogram import Histogram
-    from ..metrics import lazy_emd as core
-    from ..text.embedding import Encoder
+    from movers import metrics as registry
+    from movers.core.histogram import Histogram
+    from movers.metrics import lazy_emd as core
+    from movers.text.embedding import Encoder
 
     encoder = Encoder(layer=layer)
     start = time.perf_counter()
@@ -160,7 +160,8 @@ def _movers_phases(preds: list[str], refs: list[str], *, reg: float, reg_c: floa
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench speed --metric lazy_emd", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench speed --metric lazy_emd",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default="wmt15_16_da_seg_toen", help="data set in ../shared/data (first reference)")
     p.add_argument("--pairs", type=int, default=200, help="seeded random sample of pairs (default 200)")
     p.add_argument("--seed", type=int, default=0)
@@ -184,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     original = OriginalReenactment(layer=args.layer)
     original.score(preds[0], refs[0], timings={"encode": 0.0, "transport": 0.0}, **kw)  # warm-up
     _movers_phases(preds[:2], refs[:2], layer=args.layer, **kw)  # warm-up (loads the model)
-    from ..text.embedding import _resolve_model
+    from movers.text.embedding import _resolve_model
+
     from .speed_moverscore import encoder_floor
 
     model_path, _ = _resolve_model(None)

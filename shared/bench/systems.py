@@ -1,8 +1,8 @@
-"""``movers bench systems``: several systems on one test set, and a training loop's repeated evaluations,
+"""``python -m shared.bench systems``: several systems on one test set, and a training loop's repeated evaluations,
 with and without the embedding cache.
 
-    movers bench systems                       # MoverScore, WebNLG 2020's 16 systems x 178 inputs
-    movers bench systems --metric twmd --systems 8 --evaluations 5
+    python -m shared.bench systems                       # MoverScore, WebNLG 2020's 16 systems x 178 inputs
+    python -m shared.bench systems --metric twmd --systems 8 --evaluations 5
 
 Scenarios, each in a fresh subprocess (peak RSS = the child's ``ru_maxrss``: interpreter, torch and
 encoder included; the encoder is loaded by a 2-pair call before the clock starts):
@@ -29,7 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..core.result import REGROUPING_ATOL
+from movers.core.result import REGROUPING_ATOL
+
 from . import run_child
 
 __all__ = ["main", "load_systems", "render"]
@@ -114,9 +115,9 @@ def _run(scenario: str, metric: str, data: str, cache_dir: str, evaluations: int
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .. import metrics as registry
+    from movers import metrics as registry
 
-    p = argparse.ArgumentParser(prog="movers bench systems", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench systems", description=__doc__.split("\n")[0])
     p.add_argument("--metric", default=registry.DEMO, choices=registry.slugs(plans=True))
     p.add_argument("--systems", type=int, default=None, help="the first N systems (default: all 16)")
     p.add_argument("--inputs", type=int, default=None, help="the first N inputs (default: all 178)")
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(result: dict[str, Any]) -> str:
     """The Markdown report of one run, from what ``--json`` saves (what `main` prints; the docs include it
-    rendered from a saved file by ``movers bench systems --render FILE``)."""
+    rendered from a saved file by ``python -m shared.bench systems --render FILE``)."""
     rows, floor = result["rows"], result["floor"]
     base = rows["one-by-one"]["seconds"]
     lines = [f"{result['metric']}: WebNLG 2020, {result['systems']} systems x {result['inputs']} inputs "
