@@ -60,11 +60,10 @@ def _bertscore(preds: list[str], refs: list[list[str]], model: str | None = None
                idf: bool = False, batch_size: int = 64) -> list[float]:
     import bert_score
 
-    from movers.text.embedding import _resolve_model
+    from .harness import model_folder
 
-    path, _ = _resolve_model(model)
-    _, _, f1 = bert_score.score(preds, refs, model_type=path, num_layers=layer, idf=idf, batch_size=batch_size,
-                                device="cpu", verbose=False)
+    _, _, f1 = bert_score.score(preds, refs, model_type=model_folder(model), num_layers=layer, idf=idf,
+                                batch_size=batch_size, device="cpu", verbose=False)
     return [float(x) for x in f1]
 
 
@@ -104,7 +103,7 @@ def score_metric(name: str, preds: list[str], refs: list[list[str]], kwargs: dic
         keep = [i for i in range(len(preds)) if i not in empty]
         part = iter(BASELINES[name]([preds[i] for i in keep], [refs[i] for i in keep], **kwargs) if keep else [])
         return [BASELINE_WORST[name] if i in empty else next(part) for i in range(len(preds))]
-    from movers.integrations.hub import load
+    from movers import load
 
     module = load(name)
     out = module.compute(predictions=preds, references=refs, **kwargs)

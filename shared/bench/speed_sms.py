@@ -4,8 +4,8 @@ Workload: the first N summaries of ``summeval`` (development set; default 200) s
 first reference (``--refs all``: all 11). In one process, after a warm-up:
 
 * **text**: Punkt sentence split + spaCy tokenisation of the unique documents (part of every run);
-* **floor**: for a contextual encoder, the bare forward pass over the unique sentences (spaCy tokens
-  joined by spaces, sorted by length, batch 64) - what any contextual metric must at least do;
+* **floor**: for a contextual encoder, the bare encoder over every token of the unique sentences (spaCy
+  tokens joined by spaces; :func:`shared.bench.harness.floor`) - what any contextual metric must at least do;
 * **movers**: ``movers.sms(variant=...)`` end to end, GloVe and the contextual encoder.
 
 Floor and metric runs alternate ``--repeat`` times and the minimum of each is reported.
@@ -26,7 +26,7 @@ import tracemalloc
 
 import torch
 
-from . import quiet_offline
+from . import harness
 
 __all__ = ["main", "workload"]
 
@@ -38,17 +38,6 @@ def workload(n: int = 200, refs: str = "first") -> tuple[list[str], list[list[st
     records = load_dataset("summeval").records[:n]
     return ([r["hypothesis"] for r in records],
             [list(r["references"]) if refs == "all" else [r["references"][0]] for r in records])
-
-
-def _floor(sentences: list[str], encoder, batch_size: int) -> float:
-    bb = encoder.backbone
-    unique = sorted(set(sentences), key=len, reverse=True)
-    start = time.perf_counter()
-    with torch.inference_mode():
-        for i in range(0, len(unique), batch_size):
-            enc = bb.tokenizer(unique[i:i + batch_size], padding=True, truncation=True, return_tensors="pt")
-            bb.model(**enc)
-    return time.perf_counter() - start
 
 
 def _long_pair(n_sentences: int) -> tuple[str, str]:
@@ -78,10 +67,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="sentences per side for the long-document table (empty to skip)")
     p.add_argument("--out", default="bench-out")
     args = p.parse_args(argv)
-    quiet_offline()
+    harness.quiet_offline()
 
+    from movers import Encoder
     from movers import metrics as registry
-    from movers.text.embedding import Encoder
     from movers.text.sentences import split_sentences, tokenize_words
 
     sms = registry.function("sms")
@@ -105,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     t_floor = float("inf")
     best: dict[tuple[str, str], float] = {}
     for _ in range(args.repeat):
-        t_floor = min(t_floor, _floor(sentences, encoder, args.batch_size))
+        t_floor = min(t_floor, harness.floor(sentences, encoder))
         for embedding in ("glove", args.model):
             for variant in ("wms", "sms", "s+wms"):
                 gc.collect()
