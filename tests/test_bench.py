@@ -11,7 +11,7 @@ from scipy import stats
 
 from movers.cli import main
 from shared.bench.__main__ import main as bench
-from shared.bench.correlation import _parse_metric, correlations
+from shared.bench.correlation import parse_metric, correlations
 from shared.bench.data import load_dataset
 
 from .conftest import data_path
@@ -42,9 +42,9 @@ def test_group_by_averages_per_group_values():
 
 
 def test_metric_specs_parse():
-    assert _parse_metric("moverscore") == ("moverscore", "moverscore", {})
-    assert _parse_metric('moverscore={"idf": true}') == ('moverscore {"idf":true}', "moverscore", {"idf": True})
-    assert _parse_metric('SMS:sms={"variant": "wms"}') == ("SMS", "sms", {"variant": "wms"})
+    assert parse_metric("moverscore") == ("moverscore", "moverscore", {})
+    assert parse_metric('moverscore={"idf": true}') == ('moverscore {"idf":true}', "moverscore", {"idf": True})
+    assert parse_metric('SMS:sms={"variant": "wms"}') == ("SMS", "sms", {"variant": "wms"})
 
 
 def test_unknown_data_set_is_named(tmp_path):

@@ -42,8 +42,8 @@ from .data import DEVELOPMENT, INPUT_FIELDS, VALIDATION, Dataset, load_dataset
 from .levels import LEVELS, STATISTICS, Layout, LevelResult, level_correlations
 from .significance import paired_difference, williams_by_group
 
-__all__ = ["main", "render", "correlations", "score_metric", "group_labels", "record_layout", "BASELINES",
-           "BASELINE_WORST"]
+__all__ = ["main", "render", "correlations", "score_metric", "group_labels", "record_layout", "parse_metric",
+           "BASELINES", "BASELINE_WORST"]
 
 logger = logging.getLogger("movers")
 
@@ -160,7 +160,7 @@ def record_layout(records: Sequence[dict], level: str, *, data: str, group_by: s
 
 # ---------------------------------------------------------------- CLI
 
-def _parse_metric(spec: str) -> tuple[str, str, dict]:
+def parse_metric(spec: str) -> tuple[str, str, dict]:
     """'name' or 'name={json}' or 'label:name={json}' -> (label, name, kwargs)."""
     head, _, js = spec.partition("=")
     label, _, name = head.rpartition(":")
@@ -310,12 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     criteria = args.criterion or data.criteria
     sub = Dataset(data.name, records, data.criteria, data.preprocessing)
 
-    specs = [_parse_metric(spec) for spec in args.metric]
+    specs = [parse_metric(spec) for spec in args.metric]
     base = None
     if args.compare_to:
         base = next((label for label, name, _ in specs if args.compare_to in (label, name)), None)
         if base is None:
-            specs.append(_parse_metric(args.compare_to))
+            specs.append(parse_metric(args.compare_to))
             base = specs[-1][0]
     scores: dict[str, list[float]] = {}
     timing: dict[str, float] = {}

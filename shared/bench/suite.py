@@ -37,9 +37,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
-from .correlation import _parse_metric, group_labels, record_layout, score_metric
+from .correlation import group_labels, parse_metric, record_layout, score_metric
 from .data import Dataset, load_dataset
 from .levels import level_correlations, rowwise
 
@@ -94,16 +93,6 @@ def _sample(n: int, limit: int | None, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, limit, replace=False))
 
 
-def _stat(x: np.ndarray, y: np.ndarray, statistic: str) -> np.ndarray:
-    """Row-wise Pearson (or Spearman = Pearson of ranks) of [B, n] arrays."""
-    if statistic == "spearman":
-        x, y = stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1)
-    xc = x - x.mean(-1, keepdims=True)
-    yc = y - y.mean(-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (xc * yc).sum(-1) / np.sqrt((xc ** 2).sum(-1) * (yc ** 2).sum(-1))
-
-
 def paired_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]], groups: Sequence[str] | None,
                      statistic: str, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, np.ndarray]:
     """(point value, bootstrap distribution [n_boot]) of the statistic averaged over criteria and groups.
@@ -120,9 +109,8 @@ def paired_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]],
         sample = rng.integers(0, len(idx), size=(n_boot, len(idx)))
         for human in humans:
             h = np.asarray(human, float)[idx]
-            stat = rowwise if np.isnan(h).any() else _stat  # rowwise leaves out records without a human score
-            points.append(stat(m[idx][None], h[None], statistic)[0])
-            dists.append(stat(m[idx][sample], h[sample], statistic))
+            points.append(rowwise(m[idx][None], h[None], statistic)[0])  # records without a human score left out
+            dists.append(rowwise(m[idx][sample], h[sample], statistic))
     return float(np.mean(points)), np.nanmean(np.stack(dists), 0)
 
 
@@ -180,7 +168,7 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
         raise ValueError(f"suite: `level` must be 'segment' or 'system', got {level!r}.")
     protocols = [replace(p, limit=None) if full else p
                  for p in SUITES[suite] if not sets or p.spec in sets or p.spec.split(":")[0] in sets]
-    parsed = [_parse_metric(m) for m in metrics]
+    parsed = [parse_metric(m) for m in metrics]
     cache = out / "scores"
     cache.mkdir(parents=True, exist_ok=True)
     result: dict = {"suite": suite, "seed": seed, "bootstrap": n_boot, "level": level, "sets": {},
