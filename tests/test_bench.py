@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from shared.bench.__main__ import main as bench
 from shared.bench.correlation import parse_metric, correlations
 from shared.bench.data import load_dataset
 
-from .conftest import data_path
+from .conftest import data_path, real_pairs
 
 
 def test_correlations_agree_with_direct_formulas():
@@ -64,6 +65,62 @@ def test_correlation_cli_writes_table_png_and_json(tmp_path, capsys):
     assert saved["n"] == 40 and len(saved["scores"]["sentbleu"]) == 40
 
 
+def test_the_study_command_lists_every_study_once(capsys):
+    """`python -m shared.bench` at the checkout's root: each study once, with the first line of its module's
+    docstring; an unknown study is an error that lists them."""
+    import subprocess
+    import sys
+
+    from shared.bench.__main__ import STUDIES
+
+    from .conftest import REPO
+
+    proc = subprocess.run([sys.executable, "-m", "shared.bench", "--help"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    listed = [line.split()[0] for line in proc.stdout.splitlines()[2:]]
+    assert listed == list(STUDIES) == ["correlation", "suite", "validation", "long-texts", "speed", "scale",
+                                       "systems", "ray", "baselines", "docs"]
+    assert "usage: python -m shared.bench STUDY [options]" in proc.stdout
+    assert bench(["nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m shared.bench: error: unknown study 'nope'") and "  speed " in err
+
+
+def test_baselines_command_writes_the_shipped_format(tmp_path, capsys, monkeypatch):
+    """`baselines` on 8 pairs of 6 fixture references: one entry per rescalable metric, with the shipped file's
+    fields; each baseline is the mean of the pairs' scores."""
+    import movers
+
+    hyps, refs = real_pairs("wmt15_16", 6)
+    folder = tmp_path / "wmt15_16_da_seg_toen"
+    folder.mkdir()
+    (folder / "wmt15_16_da_seg_toen.jsonl").write_text("".join(
+        json.dumps({"id": str(i), "hypothesis": h, "references": [r], "human": 0.0}) + "\n"
+        for i, (h, r) in enumerate(zip(hyps, refs, strict=True))), encoding="utf-8")
+    monkeypatch.setenv("MOVERS_DATA", str(tmp_path))
+    assert bench(["baselines", "--pairs", "8", "--out", str(tmp_path / "b.json")]) == 0
+    saved = json.loads((tmp_path / "b.json").read_text())
+    shipped = json.loads((Path(movers.__file__).parent / "data" / "baselines.json").read_text())
+    assert set(saved["baselines"]) == {s.slug for s in movers.metrics.specs() if s.rescalable}
+    for entry in saved["baselines"].values():
+        assert set(entry) == set(shipped["baselines"]["moverscore"]) and entry["pairs"] == 8
+        assert entry["corpus"] == "wmt15_16_da_seg_toen: unique first references (6)"
+    assert "python -m shared.bench baselines" in saved["about"]
+    assert len(capsys.readouterr().err.strip().splitlines()) == len(saved["baselines"])
+
+
+def test_validation_command_renders_the_saved_figures(capsys):
+    """`validation --render DIR` (without --write) prints each block the cards and the validation page hold."""
+    from shared.bench.validation import PAGE
+
+    from .conftest import REPO
+
+    assert bench(["validation", "--render", str(REPO / "cards" / "validation"), "--repo", str(REPO)]) == 0
+    out = capsys.readouterr().out
+    assert f"## {REPO / PAGE} (summary)" in out and f"## {REPO / 'cards' / 'moverscore.md'}" in out
+
+
 def test_a_study_without_its_data_names_movers_data(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MOVERS_DATA", str(tmp_path / "nowhere"))
     assert bench(["correlation", "--data", "bagel", "--metric", "sentbleu", "--out", str(tmp_path)]) == 2
@@ -79,19 +136,6 @@ def test_validation_sets_are_flagged(tmp_path, capsys):
     bench(["correlation", "--data", "stsb:test", "--metric", "sentbleu", "--limit", "20",
           "--bootstrap", "20", "--out", str(tmp_path)])
     assert "VALIDATION set" in capsys.readouterr().out
-
-
-@pytest.mark.slow
-def test_speed_benchmark_runs_side_by_side(tmp_path, capsys):
-    data_path("wmt15_16_da_seg_toen")
-    assert bench(["speed", "--metric", "moverscore", "--refs", "6", "--systems", "2",
-                 "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    for needle in ("floor (encoder forward", "original moverscore 1.0.3", "bert-score 0.3.13",
-                   "movers / floor time", "movers throughput / original"):
-        assert needle in out
-    saved = json.loads((tmp_path / "speed_moverscore.json").read_text())
-    assert saved["pairs"] == 12 and saved["max_diff"] <= 1e-4  # movers agrees with the original
 
 
 def test_demo_prints_scores_and_signature(capsys):
@@ -565,35 +609,6 @@ def test_suite_full_sets_and_system_level_cli(tmp_path, capsys):
         rhos.append(stats.spearmanr([bleu[ok & (sys_of == k)].mean() for k in range(16)],
                                     [h[ok & (sys_of == k)].mean() for k in range(16)])[0])
     assert system["sets"]["webnlg2020"]["metrics"]["sentbleu"]["value"] == pytest.approx(np.mean(rhos), abs=1e-12)
-
-
-@pytest.mark.slow
-def test_systems_benchmark_runs_every_scenario(tmp_path, capsys):
-    """The several-systems benchmark on 2 WebNLG systems x 6 inputs: every scenario runs in its own process,
-    its scores are checked equal to scoring one by one (the bench raises otherwise), and the texts encoded
-    follow from the data: one by one, each call encodes its system's outputs and the references; with a
-    cache, the references once."""
-    data_path("webnlg2020_human")
-    from shared.bench.systems import load_systems
-
-    systems, references = load_systems(2, 6)
-    refs = {r for group in references for r in group}
-    per_call = [len(set(outputs) | refs) for outputs in systems.values()]
-    once = len(set().union(*systems.values()) | refs)
-    assert bench(["systems", "--systems", "2", "--inputs", "6", "--evaluations", "2", "--json",
-                 str(tmp_path / "s.json")]) == 0
-    out = capsys.readouterr().out
-    assert "2 systems x 6 inputs" in out and "Scores equal in every scenario to float32 rounding" in out
-    from shared.bench.systems import render  # the report is its JSON rendered (what the docs include)
-
-    saved = json.loads((tmp_path / "s.json").read_text())
-    assert out == render(saved)
-    assert bench(["systems", "--render", str(tmp_path / "s.json")]) == 0
-    assert capsys.readouterr().out == out
-    rows = saved["rows"]
-    assert rows["one-by-one"]["texts"] == sum(per_call)
-    assert rows["one-by-one-cache"]["texts"] == rows["one-run"]["texts"] == once
-    assert len(rows["evaluations"]["evaluations"]) == 2
 
 
 # ---------------------------------------------------------------- the final validation tables

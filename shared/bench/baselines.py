@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="write the JSON here (default: stdout)")
     args = p.parse_args(argv)
     payload = {"about": "Rescaling baselines for baseline='bundled'; made by `python -m shared.bench baselines` "
-                        f"--data {args.data} --pairs {args.pairs} --seed {args.seed}. See movers/bench/baselines.py.",
+                        f"--data {args.data} --pairs {args.pairs} --seed {args.seed}. See shared/bench/baselines.py.",
                "baselines": compute(args.data, args.pairs, args.seed)}
     text = json.dumps(payload, indent=1, ensure_ascii=False) + "\n"
     if args.out:
