@@ -67,7 +67,7 @@ def test_correlation_cli_writes_table_png_and_json(tmp_path, capsys):
 
 def test_the_study_command_lists_every_study_once(capsys):
     """`python -m shared.bench` at the checkout's root: each study once, with the first line of its module's
-    docstring; an unknown study is an error that lists them."""
+    docstring, as docs/development.md's table lists them; an unknown study is an error that lists them."""
     import subprocess
     import sys
 
@@ -82,6 +82,8 @@ def test_the_study_command_lists_every_study_once(capsys):
     assert listed == list(STUDIES) == ["correlation", "suite", "validation", "long-texts", "speed", "scale",
                                        "systems", "ray", "baselines", "docs"]
     assert "usage: python -m shared.bench STUDY [options]" in proc.stdout
+    section = (REPO / "docs" / "development.md").read_text(encoding="utf-8").split("## Running the studies\n")[1]
+    assert re.findall(r"^\| `([a-z-]+)` \|", section.split("\n## ")[0], re.M) == list(STUDIES)  # its table
     assert bench(["nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("python -m shared.bench: error: unknown study 'nope'") and "  speed " in err
