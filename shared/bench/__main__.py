@@ -26,12 +26,13 @@ STUDIES: dict[str, str] = {
 
 
 def usage() -> str:
-    """The list of studies, each with the first line of its module's docstring."""
+    """The list of studies, each with the first paragraph of its module's docstring."""
     lines = ["usage: python -m shared.bench STUDY [options]   (at the checkout's root; STUDY --help for its options)",
              ""]
     for name, module in STUDIES.items():
-        doc = (importlib.import_module(f".{module}", __package__).__doc__ or "").strip().splitlines()[0]
-        lines.append(f"  {name:12} {doc.split(': ', 1)[-1] if doc.startswith('``') else doc}")
+        doc = (importlib.import_module(f".{module}", __package__).__doc__ or "").strip().split("\n\n")[0]
+        summary = " ".join(doc.split())  # the docstring's first paragraph: ``python -m shared.bench NAME``: what
+        lines.append(f"  {name:12} {summary.split('``: ', 1)[-1].replace('``', '')}")
     return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
-"""Compute the shipped rescaling baselines (``movers/data/baselines.json``) from a public corpus.
+"""``python -m shared.bench baselines``: the rescaling baselines the package ships (``movers/data/baselines.json``),
+from a public corpus.
 
     python -m shared.bench baselines [--data wmt15_16_da_seg_toen] [--pairs 1000] [--seed 0] [--out FILE]
 

@@ -72,6 +72,10 @@ def main(argv: list[str] | None = None, *, run: Runner = fresh) -> int:
     from movers import metrics as registry
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv in (["-h"], ["--help"]):  # the study's three forms; each form's --help gives its options
+        print(__doc__.split("\n\n``--metric SLUG`` alone")[0].replace("``", "") + "\n\n" + " ".join(
+            f"--metric {slug}" for slug in ORIGINALS) + ", --generic and --lengths take --help for their options.")
+        return 0
     if "--lengths" in argv:
         from .lengths import main as by_length
 
