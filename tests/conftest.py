@@ -30,8 +30,8 @@ os.environ.pop("HF_MODULES_CACHE", None)
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "tests" / "reference"   # the originals' outputs, committed (tests/reference/README.md)
-# The human-judgment data sets: $MOVERS_DATA (the variable `movers bench` reads), else $MOVERS_SHARED/data, else
-# ../shared/data beside the checkout. Subprocesses (the bench commands) are pointed at the same folder.
+# The human-judgment data sets: $MOVERS_DATA (what the studies of shared/bench read), else $MOVERS_SHARED/data, else
+# ../shared/data beside the checkout. Subprocesses (the studies' commands) are pointed at the same folder.
 DATA = Path(os.environ.get("MOVERS_DATA") or Path(os.environ.get("MOVERS_SHARED", REPO.parent / "shared")) / "data")
 os.environ.setdefault("MOVERS_DATA", str(DATA))
 

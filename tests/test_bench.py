@@ -1,19 +1,21 @@
-"""movers bench (correlation statistics and CLI, the MoverScore speed run) and the demo command."""
+"""The studies (shared.bench: correlation statistics, the suite, validation, systems, the MoverScore speed run) and\nthe demo command."""
 from __future__ import annotations
 
 import json
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from movers.bench.correlation import _parse_metric, correlations
-from movers.bench.data import load_dataset
 from movers.cli import main
+from shared.bench.__main__ import main as bench
+from shared.bench.correlation import parse_metric, correlations
+from shared.bench.data import load_dataset
 
-from .conftest import data_path
+from .conftest import data_path, real_pairs
 
 
 def test_correlations_agree_with_direct_formulas():
@@ -41,9 +43,9 @@ def test_group_by_averages_per_group_values():
 
 
 def test_metric_specs_parse():
-    assert _parse_metric("moverscore") == ("moverscore", "moverscore", {})
-    assert _parse_metric('moverscore={"idf": true}') == ('moverscore {"idf":true}', "moverscore", {"idf": True})
-    assert _parse_metric('SMS:sms={"variant": "wms"}') == ("SMS", "sms", {"variant": "wms"})
+    assert parse_metric("moverscore") == ("moverscore", "moverscore", {})
+    assert parse_metric('moverscore={"idf": true}') == ('moverscore {"idf":true}', "moverscore", {"idf": True})
+    assert parse_metric('SMS:sms={"variant": "wms"}') == ("SMS", "sms", {"variant": "wms"})
 
 
 def test_unknown_data_set_is_named(tmp_path):
@@ -53,7 +55,7 @@ def test_unknown_data_set_is_named(tmp_path):
 
 def test_correlation_cli_writes_table_png_and_json(tmp_path, capsys):
     data_path("bagel")
-    assert main(["bench", "correlation", "--data", "bagel", "--metric", "sentbleu", "--metric",
+    assert bench(["correlation", "--data", "bagel", "--metric", "sentbleu", "--metric",
                  'moverscore={"preset": "1.0.3"}', "--limit", "40", "--bootstrap", "50",
                  "--criterion", "quality", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -63,24 +65,79 @@ def test_correlation_cli_writes_table_png_and_json(tmp_path, capsys):
     assert saved["n"] == 40 and len(saved["scores"]["sentbleu"]) == 40
 
 
+def test_the_study_command_lists_every_study_once(capsys):
+    """`python -m shared.bench` at the checkout's root: each study once, with the first line of its module's
+    docstring, as docs/development.md's table lists them; an unknown study is an error that lists them."""
+    import subprocess
+    import sys
+
+    from shared.bench.__main__ import STUDIES
+
+    from .conftest import REPO
+
+    proc = subprocess.run([sys.executable, "-m", "shared.bench", "--help"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    listed = [line.split()[0] for line in proc.stdout.splitlines()[2:]]
+    assert listed == list(STUDIES) == ["correlation", "suite", "validation", "long-texts", "speed", "scale",
+                                       "systems", "ray", "baselines", "docs"]
+    assert "usage: python -m shared.bench STUDY [options]" in proc.stdout
+    section = (REPO / "docs" / "development.md").read_text(encoding="utf-8").split("## Running the studies\n")[1]
+    assert re.findall(r"^\| `([a-z-]+)` \|", section.split("\n## ")[0], re.M) == list(STUDIES)  # its table
+    assert bench(["nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m shared.bench: error: unknown study 'nope'") and "  speed " in err
+
+
+def test_baselines_command_writes_the_shipped_format(tmp_path, capsys, monkeypatch):
+    """`baselines` on 8 pairs of 6 fixture references: one entry per rescalable metric, with the shipped file's
+    fields; each baseline is the mean of the pairs' scores."""
+    import movers
+
+    hyps, refs = real_pairs("wmt15_16", 6)
+    folder = tmp_path / "wmt15_16_da_seg_toen"
+    folder.mkdir()
+    (folder / "wmt15_16_da_seg_toen.jsonl").write_text("".join(
+        json.dumps({"id": str(i), "hypothesis": h, "references": [r], "human": 0.0}) + "\n"
+        for i, (h, r) in enumerate(zip(hyps, refs, strict=True))), encoding="utf-8")
+    monkeypatch.setenv("MOVERS_DATA", str(tmp_path))
+    assert bench(["baselines", "--pairs", "8", "--out", str(tmp_path / "b.json")]) == 0
+    saved = json.loads((tmp_path / "b.json").read_text())
+    shipped = json.loads((Path(movers.__file__).parent / "data" / "baselines.json").read_text())
+    assert set(saved["baselines"]) == {s.slug for s in movers.metrics.specs() if s.rescalable}
+    for entry in saved["baselines"].values():
+        assert set(entry) == set(shipped["baselines"]["moverscore"]) and entry["pairs"] == 8
+        assert entry["corpus"] == "wmt15_16_da_seg_toen: unique first references (6)"
+    assert "python -m shared.bench baselines" in saved["about"]
+    assert len(capsys.readouterr().err.strip().splitlines()) == len(saved["baselines"])
+
+
+def test_validation_command_renders_the_saved_figures(capsys):
+    """`validation --render DIR` (without --write) prints each block the cards and the validation page hold."""
+    from shared.bench.validation import PAGE
+
+    from .conftest import REPO
+
+    assert bench(["validation", "--render", str(REPO / "cards" / "validation"), "--repo", str(REPO)]) == 0
+    out = capsys.readouterr().out
+    assert f"## {REPO / PAGE} (summary)" in out and f"## {REPO / 'cards' / 'moverscore.md'}" in out
+
+
+def test_a_study_without_its_data_names_movers_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MOVERS_DATA", str(tmp_path / "nowhere"))
+    assert bench(["correlation", "--data", "bagel", "--metric", "sentbleu", "--out", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert captured.out == "" and len(lines) == 1, captured.err
+    assert lines[0].startswith("python -m shared.bench correlation: error: ")
+    assert "$MOVERS_DATA" in lines[0] and str(tmp_path / "nowhere") in lines[0]
+
+
 def test_validation_sets_are_flagged(tmp_path, capsys):
     data_path("stsb")
-    main(["bench", "correlation", "--data", "stsb:test", "--metric", "sentbleu", "--limit", "20",
+    bench(["correlation", "--data", "stsb:test", "--metric", "sentbleu", "--limit", "20",
           "--bootstrap", "20", "--out", str(tmp_path)])
     assert "VALIDATION set" in capsys.readouterr().out
-
-
-@pytest.mark.slow
-def test_speed_benchmark_runs_side_by_side(tmp_path, capsys):
-    data_path("wmt15_16_da_seg_toen")
-    assert main(["bench", "speed", "--metric", "moverscore", "--refs", "6", "--systems", "2",
-                 "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    for needle in ("floor (encoder forward", "original moverscore 1.0.3", "bert-score 0.3.13",
-                   "movers / floor time", "movers throughput / original"):
-        assert needle in out
-    saved = json.loads((tmp_path / "speed_moverscore.json").read_text())
-    assert saved["pairs"] == 12 and saved["max_diff"] <= 1e-4  # movers agrees with the original
 
 
 def test_demo_prints_scores_and_signature(capsys):
@@ -138,7 +195,7 @@ def test_wmt17_is_detokenized_and_unescaped_as_run_mt():
 
 def test_detokenize_rules():
     pytest.importorskip("sacremoses")
-    from movers.bench.data import detokenize
+    from shared.bench.data import detokenize
 
     texts, label = detokenize(["he said &quot; it &apos;s fine &quot; , didn &apos;t he ?", "a ( b ) c ."])
     assert texts == ['he said "it\'s fine", didn\'t he?', "a (b) c."]  # Moses English rules, by hand
@@ -156,7 +213,7 @@ def test_sentbleu_reproduces_the_wmt17_readme_sanity_figures(tmp_path, capsys):
     Pearson r cs .431, de .430, fi .578, lv .395, ru .478, tr .548, zh .508, avg .481 (± .002)."""
     data_path("wmt17_da_seg_toen")
     pytest.importorskip("sacremoses")
-    assert main(["bench", "correlation", "--data", "wmt17_da_seg_toen", "--group-by", "lp", "--metric", "sentbleu",
+    assert bench(["correlation", "--data", "wmt17_da_seg_toen", "--group-by", "lp", "--metric", "sentbleu",
                  "--bootstrap", "100", "--out", str(tmp_path)]) == 0
     assert "preprocessing: moses-detok-en(sacremoses" in capsys.readouterr().out
     saved = json.loads((tmp_path / "correlation_wmt17_da_seg_toen.json").read_text())
@@ -179,7 +236,7 @@ def test_sentbleu_reproduces_the_wmt17_readme_sanity_figures(tmp_path, capsys):
 ])
 def test_sentbleu_reproduces_the_other_readme_sanity_figures(name, criterion, lowercase, expected):
     data_path(name)
-    from movers.bench.correlation import score_metric
+    from shared.bench.correlation import score_metric
 
     data = load_dataset(name)
     assert data.preprocessing == "none"  # these READMEs name no scoring-time step
@@ -191,7 +248,7 @@ def test_sentbleu_reproduces_the_other_readme_sanity_figures(name, criterion, lo
 # ---------------------------------------------------------------- development / validation suite
 
 def test_paired_bootstrap_point_values_and_pairing():
-    from movers.bench.suite import paired_bootstrap
+    from shared.bench.suite import paired_bootstrap
 
     rng = np.random.default_rng(2)
     h1, h2 = rng.normal(size=150), rng.normal(size=150)
@@ -210,17 +267,17 @@ def test_paired_bootstrap_point_values_and_pairing():
 
 def test_suite_cli_tables_and_cache(tmp_path, capsys):
     data_path("bagel")
-    args = ["bench", "suite", "--set", "bagel", "--metric", "sentbleu", "--metric", 'sentbleu={"lowercase": true}',
+    args = ["suite", "--set", "bagel", "--metric", "sentbleu", "--metric", 'sentbleu={"lowercase": true}',
             "--bootstrap", "100", "--out", str(tmp_path)]
     environment = dict(os.environ)
-    assert main(args) == 0
+    assert bench(args) == 0
     assert dict(os.environ) == environment  # a command run in-process leaves its caller's environment alone
     out = capsys.readouterr().out
     assert "| sentbleu | 0.144 [" in out  # mean Spearman over the 3 criteria: (.162 + .154 + .117) / 3
     assert 'Difference to `sentbleu`' in out
     saved = json.loads((tmp_path / "suite_dev.json").read_text())
     assert saved["sets"]["bagel"]["n"] == 404 and len(list((tmp_path / "scores").glob("bagel_*.json"))) == 2
-    assert main(args) == 0 and capsys.readouterr().out.count("(cached)") == 2
+    assert bench(args) == 0 and capsys.readouterr().out.count("(cached)") == 2
     # One set: the mean over sets is that set, interval included.
     for label in ("sentbleu", 'sentbleu {"lowercase":true}'):
         row, mean = saved["sets"]["bagel"]["metrics"][label], saved["mean"][label]
@@ -230,7 +287,7 @@ def test_suite_cli_tables_and_cache(tmp_path, capsys):
 
 
 def test_suite_mean_over_sets_has_a_paired_interval(tmp_path):
-    from movers.bench.suite import format_tables, run_suite
+    from shared.bench.suite import format_tables, run_suite
 
     data_path("bagel"), data_path("usr_personachat")
     result = run_suite("dev", ["sentbleu", 'sentbleu={"lowercase": true}'], sets=["bagel", "usr_personachat"],
@@ -266,7 +323,7 @@ def _toy(tmp_path, human, *, system=True, name="toy"):
 
 
 def test_records_without_a_human_score_are_skipped_per_criterion(tmp_path):
-    from movers.bench.levels import level_correlations
+    from shared.bench.levels import level_correlations
 
     data = load_dataset("toy", root=_toy(tmp_path, [[1, None], [2, 4], [5, 3], [6, 4]]))
     human = data.human("quality")
@@ -281,17 +338,17 @@ def test_records_without_a_human_score_are_skipped_per_criterion(tmp_path):
 
 def test_correlation_cli_counts_skipped_records(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MOVERS_DATA", str(_toy(tmp_path, [[1, None, 3], [2, 4, 1], [5, 3, 2], [6, 4, 5]])))
-    assert main(["bench", "correlation", "--data", "toy", "--metric", "sentbleu", "--bootstrap", "20",
+    assert bench(["correlation", "--data", "toy", "--metric", "sentbleu", "--bootstrap", "20",
                  "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
     assert "1 record without a quality score skipped" in printed
     saved = json.loads((tmp_path / "out" / "correlation_toy.json").read_text())
     assert saved["counts"]["quality"]["skipped"] == 1 and saved["counts"]["quality"]["units"] == {"all": 11}
     # the report is its JSON rendered: what `--render` prints from the saved file (and the docs include)
-    from movers.bench.correlation import render
+    from shared.bench.correlation import render
 
     assert printed.startswith(render(saved)) and printed[len(render(saved)):].startswith("saved ")
-    assert main(["bench", "correlation", "--render", str(tmp_path / "out" / "correlation_toy.json")]) == 0
+    assert bench(["correlation", "--render", str(tmp_path / "out" / "correlation_toy.json")]) == 0
     assert capsys.readouterr().out == render(saved)
 
 
@@ -303,7 +360,7 @@ def test_correlation_negates_distances_so_every_row_reads_the_same_way(tmp_path,
 
     monkeypatch.setenv("MOVERS_DATA", str(_toy(tmp_path, [[1, 2, 3], [2, 4, 1], [5, 3, 2], [6, 4, 5]])))
     out = tmp_path / "out"
-    assert main(["bench", "correlation", "--data", "toy", "--metric", "lazy_emd", "--metric", "sentbleu",
+    assert bench(["correlation", "--data", "toy", "--metric", "lazy_emd", "--metric", "sentbleu",
                  "--bootstrap", "20", "--out", str(out)]) == 0
     assert "distances negated (higher = better), so every correlation reads the same way: lazy_emd." in \
         capsys.readouterr().out
@@ -318,7 +375,7 @@ def test_correlation_negates_distances_so_every_row_reads_the_same_way(tmp_path,
 
 
 def test_baselines_give_empty_outputs_the_worst_value():
-    from movers.bench.correlation import score_metric
+    from shared.bench.correlation import score_metric
 
     refs = [["the cat sat on the mat"]] * 3
     assert score_metric("sentbleu", ["", "the cat sat on the mat", "  "], refs, {}) == [0.0, pytest.approx(100.0),
@@ -332,7 +389,7 @@ def test_baselines_give_empty_outputs_the_worst_value():
 
 
 def test_williams_test_against_the_formula_and_a_published_value():
-    from movers.bench.significance import williams_test
+    from shared.bench.significance import williams_test
 
     # By hand (Graham & Baldwin 2014): r12 = .5, r13 = .3, r23 = .4, n = 20
     # K = 1 - .25 - .09 - .16 + 2(.5)(.3)(.4) = 0.62
@@ -347,8 +404,8 @@ def test_williams_test_against_the_formula_and_a_published_value():
 
 
 def test_williams_by_group_uses_the_three_pearson_correlations():
-    from movers.bench.levels import level_correlations
-    from movers.bench.significance import williams_by_group, williams_test
+    from shared.bench.levels import level_correlations
+    from shared.bench.significance import williams_by_group, williams_test
 
     rng = np.random.default_rng(3)
     h = rng.normal(size=40)
@@ -360,8 +417,8 @@ def test_williams_by_group_uses_the_three_pearson_correlations():
 
 
 def test_paired_difference_by_hand():
-    from movers.bench.levels import level_correlations
-    from movers.bench.significance import paired_difference
+    from shared.bench.levels import level_correlations
+    from shared.bench.significance import paired_difference
 
     human = [1, 2, 3, 4]
     a, b = level_correlations([1, 2, 3, 4], human, n_boot=50), level_correlations([1, 3, 2, 4], human, n_boot=50)
@@ -374,8 +431,8 @@ def test_paired_difference_by_hand():
 
 
 def test_paired_difference_uses_the_same_resamples():
-    from movers.bench.levels import level_correlations
-    from movers.bench.significance import paired_difference
+    from shared.bench.levels import level_correlations
+    from shared.bench.significance import paired_difference
 
     rng = np.random.default_rng(4)
     h = rng.normal(size=60)
@@ -402,7 +459,7 @@ def _flat(rows):
 
 
 def test_system_level_by_hand():
-    from movers.bench.levels import Layout, level_correlations
+    from shared.bench.levels import Layout, level_correlations
 
     layout = Layout("system", systems=[s for s in "ABCD" for _ in range(2)], inputs=["d1", "d2"] * 4)
     got = level_correlations(_flat(SYSTEM_METRIC), _flat(SYSTEM_HUMAN), layout, n_boot=200)
@@ -420,7 +477,7 @@ def test_system_level_by_hand():
 
 
 def test_system_level_skips_unrated_records_from_both_means():
-    from movers.bench.levels import Layout, level_correlations
+    from shared.bench.levels import Layout, level_correlations
 
     layout = Layout("system", systems=[s for s in "ABCD" for _ in range(2)], inputs=["d1", "d2"] * 4)
     human = _flat(SYSTEM_HUMAN)
@@ -431,7 +488,7 @@ def test_system_level_skips_unrated_records_from_both_means():
 
 
 def test_summary_level_by_hand():
-    from movers.bench.levels import Layout, level_correlations
+    from shared.bench.levels import Layout, level_correlations
 
     # 4 inputs x 4 systems; per input: r = 1, -1, .8 (as in the paired test), and a constant human row: undefined.
     metric = [1, 2, 3, 4] * 4
@@ -450,7 +507,7 @@ def test_summary_level_by_hand():
 
 
 def test_levels_need_systems_and_inputs(tmp_path):
-    from movers.bench.correlation import record_layout
+    from shared.bench.correlation import record_layout
 
     data = load_dataset("toy", root=_toy(tmp_path, [[1, 2]] * 4, system=False))
     with pytest.raises(ValueError, match=r"`--level system` needs a `system` field .* data set 'toy'"):
@@ -464,7 +521,7 @@ def test_levels_need_systems_and_inputs(tmp_path):
 def test_correlation_cli_system_level_with_paired_comparison(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MOVERS_DATA", str(_toy(tmp_path, [[1, 2, 3], [2, 4, 1], [5, 3, 2], [6, 4, 5]])))
     out = tmp_path / "out"
-    assert main(["bench", "correlation", "--data", "toy", "--metric", "rougeL", "--compare-to", "sentbleu",
+    assert bench(["correlation", "--data", "toy", "--metric", "rougeL", "--compare-to", "sentbleu",
                  "--level", "system", "--input-field", "doc_id", "--bootstrap", "50", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "system level: 4 systems; means over 3 inputs" in text
@@ -475,13 +532,12 @@ def test_correlation_cli_system_level_with_paired_comparison(tmp_path, capsys, m
     assert set(paired) == {"pearson", "spearman", "kendall", "williams"} and paired["williams"]["all"]["df"] == 1
     assert (out / "correlation_toy_system_quality.png").stat().st_size > 1000
     with pytest.raises(SystemExit):
-        main(["bench", "correlation", "--data", "toy", "--metric", "sentbleu", "--level", "summary",
-              "--out", str(out)])
+        bench(["correlation", "--data", "toy", "--metric", "sentbleu", "--level", "summary", "--out", str(out)])
     assert "data set 'toy' names no input field" in capsys.readouterr().err
 
 
 def test_suite_skips_records_without_a_human_score():
-    from movers.bench.suite import paired_bootstrap
+    from shared.bench.suite import paired_bootstrap
 
     rng = np.random.default_rng(5)
     h = rng.normal(size=50)
@@ -497,7 +553,7 @@ def test_suite_system_level_by_hand():
     """The suite's system level: per-system means of the scores against per-system means of each criterion,
     the statistic averaged over criteria; inputs are resampled, so a monotone rescaling of the per-system means
     keeps Spearman's resamples equal (paired)."""
-    from movers.bench.suite import SetProtocol, system_bootstrap
+    from shared.bench.suite import SetProtocol, system_bootstrap
 
     rng = np.random.default_rng(3)
     systems, inputs = ["s0", "s1", "s2", "s3", "s4"], [f"d{j}" for j in range(6)]
@@ -523,25 +579,25 @@ def test_suite_full_sets_and_system_level_cli(tmp_path, capsys):
     """--full scores whole sets (STS-B test: 1,379 pairs, not the suite's 500); --level system leaves out the
     sets without systems and says so, and reuses the segment level's cached scores."""
     data_path("stsb"), data_path("webnlg2020_human"), data_path("bagel")
-    base = ["bench", "suite", "--suite", "validation", "--set", "stsb:test", "--set", "webnlg2020_human", "--full",
+    base = ["suite", "--suite", "validation", "--set", "stsb:test", "--set", "webnlg2020_human", "--full",
             "--metric", "sentbleu", "--bootstrap", "50", "--out", str(tmp_path)]
-    assert main(base) == 0
+    assert bench(base) == 0
     saved = json.loads((tmp_path / "suite_validation_full.json").read_text())
     assert {k: v["n"] for k, v in saved["sets"].items()} == {"stsb:test": 1379, "webnlg2020": 2848}
     capsys.readouterr()
-    assert main([*base, "--level", "system"]) == 0
+    assert bench([*base, "--level", "system"]) == 0
     out = capsys.readouterr().out
     assert "no systems, left out at the system level: stsb:test" in out and out.count("(cached)") == 1
     system = json.loads((tmp_path / "suite_validation_full_system.json").read_text())
     assert list(system["sets"]) == ["webnlg2020"] and system["level"] == "system"
     capsys.readouterr()
     # BAGEL has 2 systems: two system means always correlate ±1, so the set is left out, and said so
-    assert main(["bench", "suite", "--set", "bagel", "--metric", "sentbleu", "--level", "system", "--bootstrap", "20",
+    assert bench(["suite", "--set", "bagel", "--metric", "sentbleu", "--level", "system", "--bootstrap", "20",
                  "--out", str(tmp_path)]) == 0
     assert "fewer than 4 systems, left out at the system level: bagel" in capsys.readouterr().out
     # by hand: sentence BLEU's per-system means against each criterion's per-system means (16 systems)
-    from movers.bench.correlation import score_metric
-    from movers.bench.data import load_dataset
+    from shared.bench.correlation import score_metric
+    from shared.bench.data import load_dataset
 
     data = load_dataset("webnlg2020_human")
     bleu = np.asarray(score_metric("sentbleu", [r["hypothesis"] for r in data.records],
@@ -557,42 +613,13 @@ def test_suite_full_sets_and_system_level_cli(tmp_path, capsys):
     assert system["sets"]["webnlg2020"]["metrics"]["sentbleu"]["value"] == pytest.approx(np.mean(rhos), abs=1e-12)
 
 
-@pytest.mark.slow
-def test_systems_benchmark_runs_every_scenario(tmp_path, capsys):
-    """The several-systems benchmark on 2 WebNLG systems x 6 inputs: every scenario runs in its own process,
-    its scores are checked equal to scoring one by one (the bench raises otherwise), and the texts encoded
-    follow from the data: one by one, each call encodes its system's outputs and the references; with a
-    cache, the references once."""
-    data_path("webnlg2020_human")
-    from movers.bench.systems import load_systems
-
-    systems, references = load_systems(2, 6)
-    refs = {r for group in references for r in group}
-    per_call = [len(set(outputs) | refs) for outputs in systems.values()]
-    once = len(set().union(*systems.values()) | refs)
-    assert main(["bench", "systems", "--systems", "2", "--inputs", "6", "--evaluations", "2", "--json",
-                 str(tmp_path / "s.json")]) == 0
-    out = capsys.readouterr().out
-    assert "2 systems x 6 inputs" in out and "Scores equal in every scenario to float32 rounding" in out
-    from movers.bench.systems import render  # the report is its JSON rendered (what the docs include)
-
-    saved = json.loads((tmp_path / "s.json").read_text())
-    assert out == render(saved)
-    assert main(["bench", "systems", "--render", str(tmp_path / "s.json")]) == 0
-    assert capsys.readouterr().out == out
-    rows = saved["rows"]
-    assert rows["one-by-one"]["texts"] == sum(per_call)
-    assert rows["one-by-one-cache"]["texts"] == rows["one-run"]["texts"] == once
-    assert len(rows["evaluations"]["evaluations"]) == 2
-
-
 # ---------------------------------------------------------------- the final validation tables
 
 def test_validation_rows_come_from_the_declarations():
     """Rows: BERTScore first, then each metric that declares original_options, at its default and, where the
     default departs from the original, with the original's settings; `model` reaches only metrics that take an
     encoder (SMS and S+WMS keep their GloVe vectors)."""
-    from movers.bench.validation import rows
+    from shared.bench.validation import rows
 
     table = {label: (name, kwargs, of) for label, name, kwargs, of in rows("ENC", 12)}
     assert next(iter(table)) == "BERTScore F1" and table["BERTScore F1"] == ("bertscore", {"model": "ENC", "layer": 12},
@@ -618,7 +645,7 @@ def test_validation_render_marks_intervals_and_flips_the_original_pair():
     """A hand-made run: a difference whose interval excludes 0 gets '*'; the default − original row is the
     negated (original − default) pair with its interval's ends swapped; the summary picks the best default and
     says whether its paired interval reaches 0."""
-    from movers.bench.validation import BEGIN, END, begin, render_headline, render_summary, render_tables
+    from shared.bench.validation import BEGIN, END, begin, render_headline, render_summary, render_tables
 
     level = {"sets": {"a": {"n": 10, "statistic": "pearson", "metrics": {
         "BERTScore F1": _figure(0.5, 0.4, 0.6), "M": _figure(0.55, 0.45, 0.65, 0.05, 0.01, 0.09),
@@ -648,9 +675,9 @@ def test_validation_render_marks_intervals_and_flips_the_original_pair():
 def test_validation_blocks_are_the_saved_figures():
     """Each validated metric's card (its headline) and the validation page (the summary and every metric's full
     tables) hold the blocks rendered from cards/validation/*.json: run
-    `movers bench validation --render cards/validation --write` after a new validation run."""
+    `python -m shared.bench validation --render cards/validation --write` after a new validation run."""
     import movers
-    from movers.bench.validation import (PAGE, SUMMARY, load_results, render_headline, render_summary, render_tables,
+    from shared.bench.validation import (PAGE, SUMMARY, load_results, render_headline, render_summary, render_tables,
                                          sync)
 
     from .conftest import REPO
@@ -673,7 +700,7 @@ def test_validation_plot_draws_every_encoder(tmp_path):
     PNG is rewritten by `--render --write`)."""
     from PIL import Image
 
-    from movers.bench.validation import PAGE, PLOT, load_results, render_plot
+    from shared.bench.validation import PAGE, PLOT, load_results, render_plot
 
     from .conftest import REPO
 
@@ -689,8 +716,8 @@ def test_validation_figures_recompute(tmp_path):
     """The saved MiniLM figures come from this code: STS-B test (1,379 pairs, the cheapest full set) rescored
     with BERTScore F1 and TWMD gives the saved segment-level values and paired difference."""
     data_path("stsb")
-    from movers.bench.suite import run_suite
-    from movers.bench.validation import load_results
+    from shared.bench.suite import run_suite
+    from shared.bench.validation import load_results
 
     from .conftest import REPO
 
@@ -704,16 +731,16 @@ def test_validation_figures_recompute(tmp_path):
 
 
 _REPORT = re.compile(r"<!-- bench (?P<command>correlation|systems|speed): generated from (?P<json>\S+) by "
-                     r"`movers bench (?P=command)(?: --lengths (?P<lengths>[\d,]+))? --render \S+"
+                     r"`python -m shared\.bench (?P=command)(?: --lengths (?P<lengths>[\d,]+))? --render \S+"
                      r"(?: --heading (?P<heading>\d))?` -->\n(?P<body>.*?)<!-- /bench (?P=command) -->", re.S)
 
 
 @pytest.mark.parametrize("page", ["benchmarks.md", "validation.md", "cli.md"])
 def test_the_pages_show_saved_runs_as_the_commands_report_them(page):
-    """The pages include real `movers bench correlation` / `bench systems` / `bench speed --lengths` runs as
-    Markdown tables (not console output), rendered from each run's saved JSON by the command's own report
-    (`--render FILE`): kept equal here."""
-    from movers.bench import correlation, lengths, systems
+    """The pages include real `python -m shared.bench correlation` / `systems` / `speed --lengths` runs as Markdown
+    tables (not console output), rendered from each run's saved JSON by the command's own report (`--render FILE`):
+    kept equal here."""
+    from shared.bench import correlation, lengths, systems
 
     from .conftest import REPO
 

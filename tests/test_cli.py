@@ -207,11 +207,13 @@ def test_version_and_plain_text_help():
     assert score_help.returncode == 0 and "--confidence" in score_help.stdout
 
 
-def test_bench_correlation_without_data_names_movers_data(tmp_path):
-    proc = run("bench", "correlation", "--data", "bagel", "--metric", "sentbleu",
-               env={"MOVERS_DATA": str(tmp_path / "nowhere")}, cwd=tmp_path)
-    line = one_line_error(proc, prefix="movers bench correlation: error: ")
-    assert "$MOVERS_DATA" in line and str(tmp_path / "nowhere") in line
+def test_the_studies_and_the_site_point_to_the_checkout():
+    """The studies and the documentation site need the repository (its data, pages and cards), so they are no
+    commands of the installed package: `movers bench` and `movers docs` say in one line where they run."""
+    for command in ("bench", "docs"):
+        line = one_line_error(run(command, "correlation"), prefix=f"movers: error: `movers {command}` runs from a "
+                                                                  f"checkout of the repository")
+        assert "python -m shared.bench" in line
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import movers
-from movers.bench.speed_lazy_emd import original_sinkhorn
+from shared.bench.speed_lazy_emd import original_sinkhorn
 from movers.text.embedding import Encoder
 from movers.text.idf import idf_from_ids
 from movers import lazy_emd, lazy_emd_plot

@@ -1,5 +1,5 @@
 """Long outputs on every core: transport threads that never change a number, the encoder reading
-ahead on an accelerator, and the length benchmark.
+ahead on an accelerator (the length benchmark is in tests/test_timings.py).
 
 Expected values are the same calls on one thread (the code path that solves one problem after another); a
 thread count or a read-ahead must give the same bits, since every problem is solved as it would be alone.
@@ -82,28 +82,6 @@ def test_reading_the_next_chunk_ahead_gives_the_same_bits(slug, monkeypatch):
     ahead = getattr(movers, slug)(preds, refs, **options)
     assert ahead.scores == plain.scores
     assert len(loads) == 3 and loads[0] == "MainThread" and all(n != "MainThread" for n in loads[1:])
-
-
-def test_length_benchmark_pairs_and_table(capsys, tmp_path):
-    data_path("summeval")
-    from movers.bench.lengths import main, pairs
-
-    preds, refs = pairs(40, row_words=200)
-    words = " ".join(json.loads(line)["source"] for line in
-                     (data_path("summeval") / "summeval_docs.jsonl").read_text(encoding="utf-8").splitlines()).split()
-    assert len(preds) == 5 and all(len(p.split()) == 40 == len(r.split()) for p, r in zip(preds, refs, strict=True))
-    assert preds[1] == " ".join(words[80:120]) and refs[1] == " ".join(words[100:140])  # half a passage later
-    assert main(["--lengths", "30", "--row-words", "120", "--metric", "moverscore", "--metric", "delta_bleu",
-                 "--no-bertscore", "--threads", "1", "--json", str(tmp_path / "l.json")]) == 0
-    out = capsys.readouterr().out
-    assert ("| L words (pairs) | floor | encoding (truncated) | encoding (whole text) | moverscore | "
-            "moverscore (whole text) | delta_bleu |") in out
-    assert "| 30 (4) |" in out and "bert-score truncates" not in out  # the footnote only with its column
-    saved = json.loads((tmp_path / "l.json").read_text())
-    row = saved["rows"]["30"]
-    assert set(row) == {"floor", "encoding:truncate", "encoding:window", "moverscore", "moverscore@whole",
-                        "delta_bleu"} and row["delta_bleu"]["transport"] == 0
-    assert 0 < row["moverscore"]["transport"] < row["moverscore"]["seconds"] and row["floor"]["peak_rss_mb"] > 100
 
 
 # ----------------------------------------------------------------------------- reading a text longer than the window
@@ -271,7 +249,7 @@ def test_long_text_study_on_one_article_per_set(tmp_path, monkeypatch, capsys):
     scored with the reading its signature names, and each Kendall τ is scipy's on the saved scores."""
     from scipy import stats
 
-    from movers.bench.long_texts import load_set, main
+    from shared.bench.long_texts import load_set, main
 
     monkeypatch.setenv("MOVERS_DATA", str(data_path("summeval").parent))
     data_path("newsroom_human")
@@ -301,7 +279,7 @@ def test_long_text_study_on_one_article_per_set(tmp_path, monkeypatch, capsys):
     assert again["missing"] == ["moverscore w256n summeval", "moverscore w256n newsroom_human"]
     assert "w256n" not in again["metrics"]["moverscore"] and not list((tmp_path / "scores").glob("*_w256n_*"))
     assert again["metrics"]["moverscore"]["w512n"] == rows["w512n"]
-    from movers.bench.long_texts import render_compact, render_full
+    from shared.bench.long_texts import render_compact, render_full
 
     val = {"metrics": {"moverscore": {"truncate": {"sets": {"realsumm": {"value": 0.2, "ci": [0.1, 0.3]}}}}},
            "missing": ["moverscore w512h realsumm"]}
@@ -311,12 +289,12 @@ def test_long_text_study_on_one_article_per_set(tmp_path, monkeypatch, capsys):
 
 
 def test_the_study_tables_are_rendered_from_the_figures():
-    """The generated tables of the study page are the committed figures' (`movers bench long-texts --render
-    cards/long_texts.json --write` rewrites them); the cards, the README and the benchmarks page link to it."""
-    from movers.bench.long_texts import BEGIN, END, FIGURES, render
+    """The generated tables of the study page are the committed figures' (`python -m shared.bench long-texts
+    --render cards/long_texts.json --write` rewrites them); the cards, the README and the benchmarks page link to it."""
+    from shared.bench.long_texts import BEGIN, END, FIGURES, render
 
     figures = json.loads((REPO / FIGURES).read_text())
     for path, block in render(figures, REPO).items():
         text = path.read_text(encoding="utf-8")
         found = text[text.index(BEGIN):text.index(END) + len(END)]
-        assert found == block, f"{path} is stale: run movers bench long-texts --render {FIGURES} --write"
+        assert found == block, f"{path} is stale: run python -m shared.bench long-texts --render {FIGURES} --write"

@@ -162,7 +162,7 @@ def test_shipped_baselines_are_reproduced_from_the_public_corpus():
     """The documented procedure (corpus, pairing, seed, mean) reproduces the shipped numbers; SMS and
     S+WMS (GloVe, seconds) stand for all four: the procedure is the same code, only the metric differs."""
     data_path("wmt15_16_da_seg_toen")  # the corpus the shipped baselines were computed on
-    from movers.bench.baselines import compute
+    from shared.bench.baselines import compute
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a few references have no kept word

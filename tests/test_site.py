@@ -1,6 +1,7 @@
-"""The documentation site (mkdocs.yml, docs/, movers.cli.site): it builds in strict mode with the command
-the docs give (``movers docs --build``), a planted broken link or anchor fails that build, ``movers docs`` serves it
-locally, and the API reference names every public name and every option of every metric, from the declarations.
+"""The documentation site (mkdocs.yml, docs/, shared.bench.site): it builds in strict mode with the command
+the docs give (``python -m shared.bench docs --build``, at the checkout's root), a planted broken link or anchor
+fails that build, the same command serves it locally, and the API reference names every public name and every
+option of every metric, from the declarations.
 
 The examples on the pages run in tests/test_docs.py; the built pages are checked here.
 """
@@ -21,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 import movers
-from movers.cli.site import (
+from shared.bench.site import (
     SEARCH_WORKER,
     RestRoles,
     doctest_lexer,
@@ -33,14 +34,20 @@ from movers.cli.site import (
 )
 
 from .conftest import REPO
-from .test_cli import _PATH, run
+from .test_cli import _PATH
 
 pytest.importorskip("mkdocs", reason="the docs extra (part of the test extra) builds the site")
 pytest.importorskip("mkdocstrings")
 
 
+def _docs(*args: str) -> subprocess.CompletedProcess:
+    """``python -m shared.bench docs ARGS`` at the checkout's root (MkDocs then takes the process's place)."""
+    return subprocess.run([sys.executable, "-m", "shared.bench", "docs", *args], cwd=REPO, capture_output=True,
+                          text=True, env={**os.environ, **_PATH}, timeout=600)
+
+
 def _build(repo: Path, site: Path) -> subprocess.CompletedProcess:
-    return run("docs", "--build", str(site), "--repo", str(repo))
+    return _docs("--build", str(site), "--repo", str(repo))
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +71,8 @@ def _copy_of_the_sources(tmp_path: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__")
     for name in ("docs", "cards"):
         shutil.copytree(REPO / name, repo / name, ignore=ignore)
-    shutil.copytree(REPO / "shared" / "movers", repo / "shared" / "movers", ignore=ignore)
+    for name in ("movers", "bench"):
+        shutil.copytree(REPO / "shared" / name, repo / "shared" / name, ignore=ignore)
     return repo
 
 
@@ -98,9 +106,9 @@ class _Links(HTMLParser):
 
 
 def test_the_built_site_works_from_disk(site):
-    """Opened from disk (file://, `movers docs --build DIR`), a browser neither lists folders nor adds index.html:
-    every internal link, script, stylesheet and picture of every page must name a file of the site, and every
-    #anchor an id of its page. The search runs there from scripts (search_index.js, worker.js), not fetches.
+    """Opened from disk (file://, `python -m shared.bench docs --build DIR`), a browser neither lists folders nor
+    adds index.html: every internal link, script, stylesheet and picture of every page must name a file of the
+    site, and every #anchor an id of its page. The search runs there from scripts (search_index.js, worker.js), not fetches.
     (404.html is for a server, which shows it at any address: its links are absolute.)"""
     parsed: dict[Path, _Links] = {}
     for page in sorted(p for p in site.rglob("*.html") if p.name != "404.html"):
@@ -248,13 +256,12 @@ def test_include_inserts_a_section_with_its_links_re_pointed(tmp_path):
     assert got == "Intro\n\nRun [it](cli.md).\n\n```bash\n# not a heading\n```\n\nEnd\n"
 
 
-def test_movers_docs_serves_the_site_offline(tmp_path):
+def test_the_docs_command_serves_the_site_offline(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "movers", "docs", "--addr", f"127.0.0.1:{port}", "--repo",
-                             str(REPO)], env={**os.environ, **_PATH}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "shared.bench", "docs", "--addr", f"127.0.0.1:{port}"], cwd=REPO,
+                            env={**os.environ, **_PATH}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline, page = time.monotonic() + 300, None
         while time.monotonic() < deadline and proc.poll() is None:
@@ -271,19 +278,20 @@ def test_movers_docs_serves_the_site_offline(tmp_path):
         proc.wait(timeout=60)
 
 
-def test_movers_docs_outside_a_checkout_says_where_to_run_it(tmp_path):
-    proc = run("docs", "--build", str(tmp_path / "site"), cwd=tmp_path)
-    assert proc.returncode == 2 and proc.stderr.startswith("movers docs: error: no mkdocs.yml in "), proc.stderr
+def test_the_docs_command_on_a_folder_without_the_site_says_what_to_pass(tmp_path):
+    proc = _docs("--build", str(tmp_path / "site"), "--repo", str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.startswith("python -m shared.bench docs: error: no mkdocs.yml in "), \
+        proc.stderr
 
 
-def test_movers_docs_into_an_unwritable_folder_is_one_line(tmp_path):
+def test_the_docs_command_into_an_unwritable_folder_is_one_line(tmp_path):
     """Not MkDocs' traceback at its first write: a folder below a regular file can be created by no one (root
     included, unlike a folder without write permission)."""
     (tmp_path / "a-file").write_text("x")
-    proc = run("docs", "--build", str(tmp_path / "a-file" / "site"), "--repo", str(REPO))
+    proc = _docs("--build", str(tmp_path / "a-file" / "site"))
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     (line,) = proc.stderr.strip().splitlines()
-    assert line.startswith("movers docs: error: cannot build into ") and "a-file" in line, line
+    assert line.startswith("python -m shared.bench docs: error: cannot build into ") and "a-file" in line, line
 
 
 def test_the_docs_extra_is_in_the_test_extra():

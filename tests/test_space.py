@@ -8,6 +8,7 @@ Screenshots go to $MOVERS_SCREENSHOTS (default: a pytest tmp folder); they are n
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -165,6 +166,47 @@ def test_readme_space_build_command_after_a_plain_install(install, wheel, tmp_pa
         assert sorted(got.read(record).decode().splitlines()) == sorted(want.read(record).decode().splitlines())
     assert (tmp_path / "spaces" / "moverscore" / "requirements.txt").read_text() == \
         (REPO / "metrics" / "moverscore" / "requirements.txt").read_text()
+    if install == "wheel":
+        _every_command_works_from_the_wheel(tmp_path, env)
+
+
+def _every_command_works_from_the_wheel(folder: Path, env: dict[str, str]) -> None:
+    """The commands of the installed wheel (`movers --help` lists them), each as a user runs it, on files of the
+    user's own: their outputs equal the Python API's on the same texts. The studies and the site, which need the
+    repository, are no commands of the wheel: `movers bench` and `movers docs` say where they run."""
+    import movers
+    from movers.cli import DEMO_PAIRS
+
+    def command(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(folder / ".venv" / "bin" / "movers"), *args], env=env, capture_output=True,
+                              text=True, cwd=folder, timeout=600)
+
+    hyps, refs = ["The cat sat on the mat.", "A quick brown fox jumps."], ["A cat was sitting on the mat.", "A fox."]
+    (folder / "hyps.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    (folder / "refs.txt").write_text("".join(r + "\n" for r in refs), encoding="utf-8")
+    (folder / "cache").mkdir()  # an embedding cache folder of the user's, nothing in it yet
+    assert command("--version").stdout == f"movers {_version}\n"
+    listed = command("--help").stdout
+    assert all(f"movers {name}" in listed for name in ("score", "explain", "demo", "register", "space", "cache",
+                                                       "lm-eval"))
+    score = command("score", "-m", "delta_bleu", "-r", "refs.txt", "-c", "hyps.txt")
+    api = movers.delta_bleu(hyps, refs)
+    assert score.returncode == 0 and score.stdout == f"{api.signature} = {api.score:.4f}\n", score.stderr[-3000:]
+    info = command("cache", "info", "--cache", "cache")
+    assert info.returncode == 0 and info.stdout.startswith("cache: 0 entries"), info.stdout + info.stderr
+    explain = command("explain", "-m", "sms", hyps[0], refs[0], "-o", "plan.png", "-f", "json")
+    assert explain.returncode == 0 and (folder / "plan.png").stat().st_size > 1000, explain.stderr[-3000:]
+    assert json.loads(explain.stdout)["score"] == pytest.approx(movers.sms(hyps[:1], refs[:1]).scores[0], abs=1e-9)
+    demo = command("demo")
+    assert demo.returncode == 0 and demo.stdout.splitlines()[0].startswith(f"0.5995  {DEMO_PAIRS[0][0]!r}")
+    registered = command("register").stdout.splitlines()
+    assert len(registered) >= 6 and all(line.startswith("registered ") for line in registered)
+    tasks = command("lm-eval", "tasks")
+    assert tasks.returncode == 0 and Path(tasks.stdout.strip()).is_relative_to(folder / ".venv"), tasks.stderr
+    assert (Path(tasks.stdout.strip()) / "utils.py").is_file()
+    for moved in ("bench", "docs"):
+        proc = command(moved, "--help")
+        assert proc.returncode == 2 and "python -m shared.bench" in proc.stderr and proc.stdout == ""
 
 
 def test_a_failed_build_leaves_no_folder(tmp_path, monkeypatch):

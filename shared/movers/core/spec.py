@@ -76,7 +76,7 @@ class Example:
 
 @dataclass(frozen=True)
 class LongTextStudy:
-    """How ``movers bench long-texts`` scores a metric on summaries against their source articles.
+    """How ``python -m shared.bench long-texts`` scores a metric on summaries against their source articles.
 
     ``options``: the settings scored (SMS: its contextual encoder). ``partial``: the options, and ``output`` the
     output read, of the metric's transport that fits a short text against a long one, described by ``partial``
@@ -143,10 +143,10 @@ class MetricSpec(ABC, Generic[OptionsT]):
     """The options the speed and scale benches run with (the call-level statistics switched on)."""
     original_options: ClassVar[Mapping[str, Any] | None] = None
     """The options that restore the original implementation's settings where the default departs from them
-    (``{}``: the default is the original's). ``movers bench validation`` scores the default and, when this is
+    (``{}``: the default is the original's). ``python -m shared.bench validation`` scores the default and, when this is
     not empty, the original's settings beside it; None leaves the metric out of the validation tables."""
     long_text_study: ClassVar[LongTextStudy | None] = None
-    """How the long-text study (``movers bench long-texts``) scores the metric; None leaves it out."""
+    """How the long-text study (``python -m shared.bench long-texts``) scores the metric; None leaves it out."""
     exports: ClassVar[Mapping[str, Any]] = {}
     """Public names of the metric file (``movers.<name>``), e.g. a table class to fit."""
 

@@ -61,7 +61,7 @@ _SHIPPED: dict[str, Callable[[], MetricSpec]] = {
     "moverscore": _moverscore, "sms": _sms, "s_wms": _s_wms, "wms": _wms, "twmd": _twmd, "lazy_emd": _lazy_emd,
     "delta_bleu": _delta_bleu}
 DEMO = "moverscore"
-"""The metric ``movers demo`` (the README's first command) and ``movers bench speed`` run by default."""
+"""The metric ``movers demo`` (the README's first command) and ``python -m shared.bench speed`` run by default."""
 
 _SPECS: dict[str, MetricSpec] = {}
 _FUNCTIONS: dict[str, MetricFunction] = {}

@@ -313,11 +313,12 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
                 step = (self.formula_step or max(len(sides), 1)) * (2 * pool.threads if pool.threads > 1 else 1)
                 for start in range(0, len(sides), step):
                     batch = sides[start:start + step]
-                    if pool.threads > 1:
-                        aligned = [a for part in pool.map(lambda pair: self.formula(ctx, [pair]), batch)
-                                   for a in part]
-                    else:
-                        aligned = self.formula(ctx, batch)
+                    with progress.transport():
+                        if pool.threads > 1:
+                            aligned = [a for part in pool.map(lambda pair: self.formula(ctx, [pair]), batch)
+                                       for a in part]
+                        else:
+                            aligned = self.formula(ctx, batch)
                     if self.wants_plans(o):
                         explained += [Explanation.of(name, *batch[j], pair, cost_label=self.cost_label(ctx))
                                       for j, pair in enumerate(aligned)]

@@ -600,6 +600,7 @@ class Encoder:
         bb = self.backbone
         tok = bb.tokenizer
         unique = list(dict.fromkeys(texts))
+        progress.encoded(len(unique))
         content = self.tokenize(unique)
         # Windows: each unique text becomes one or more sequences of <= span content tokens.
         span = self.span

@@ -1,4 +1,4 @@
-"""``movers bench speed --metric lazy_emd``: the original's procedure vs movers' batched Lazy-EMD.
+"""``python -m shared.bench speed --metric lazy_emd``: the original's procedure vs movers' batched Lazy-EMD.
 
 The original code (GitHub Beastlyprime/lazy_emd, ``Lazy-EMD/score.py`` + ``unbalanced.py``) is not an
 installable package (and ``score.py`` does not parse at HEAD), so this benchmark times a **runtime
@@ -21,13 +21,13 @@ movers: ``movers.lazy_emd`` end to end (deduplicated, length-sorted, batched enc
 solved together in a few size buckets, log-domain stabilised, float64, accelerated iterations). Both
 run in one process on the same pairs after a warm-up (model loading is excluded from both); each
 timing is the minimum of ``--repeat`` runs. The table also reports the two phases separately, the
-floor (tokenizer and bare encoder forward pass over the unique texts, batched: what any
-implementation must at least do), movers' solver with the original's plain iterations
+floor (:func:`shared.bench.harness.floor`: the tokenizer and the bare encoder over every token of the unique
+texts, batched: what any implementation must at least do), movers' solver with the original's plain iterations
 (``solver="sinkhorn-plain"``: what batching alone gives), and the largest score difference between
 the two procedures.
 
-    movers bench speed --metric lazy_emd                 # 200 WMT15/16 pairs, a few minutes on 2 cores
-    movers bench speed --metric lazy_emd --pairs 1000 --data bagel --threads 1
+    python -m shared.bench speed --metric lazy_emd                 # 200 WMT15/16 pairs, a few minutes on 2 cores
+    python -m shared.bench speed --metric lazy_emd --pairs 1000 --data bagel --threads 1
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from . import quiet_offline
+from .harness import floor, model_folder, quiet_offline
 
 __all__ = ["main", "original_sinkhorn", "OriginalReenactment"]
 
@@ -77,14 +77,11 @@ class OriginalReenactment:
     def __init__(self, model: str | None = None, layer: int = -1) -> None:
         import transformers
 
-        from ..text.embedding import _resolve_model
-
         transformers.utils.logging.disable_progress_bar()
 
-        path, local = _resolve_model(model)
-        kwargs = {"local_files_only": True} if local else {}
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, use_fast=False, **kwargs)
-        self.model = transformers.AutoModel.from_pretrained(path, **kwargs).eval()
+        path = model_folder(model)
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, use_fast=False, local_files_only=True)
+        self.model = transformers.AutoModel.from_pretrained(path, local_files_only=True).eval()
         self.layer = layer
         self.special = {self.tokenizer.cls_token_id, self.tokenizer.sep_token_id}
 
@@ -132,10 +129,10 @@ def _movers_phases(preds: list[str], refs: list[str], *, reg: float, reg_c: floa
     """End-to-end time of movers.lazy_emd, and its two phases timed alone on the same inputs:
     ``Encoder.embed`` of all texts, and the batched solver on the resulting cost matrices (also with
     the plain iterations when `plain`)."""
-    from .. import metrics as registry
-    from ..core.histogram import Histogram
-    from ..metrics import lazy_emd as core
-    from ..text.embedding import Encoder
+    from movers import Encoder
+    from movers import metrics as registry
+    from movers.core.histogram import Histogram
+    from movers.metrics import lazy_emd as core
 
     encoder = Encoder(layer=layer)
     start = time.perf_counter()
@@ -160,7 +157,8 @@ def _movers_phases(preds: list[str], refs: list[str], *, reg: float, reg_c: floa
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench speed --metric lazy_emd", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench speed --metric lazy_emd",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default="wmt15_16_da_seg_toen", help="data set in ../shared/data (first reference)")
     p.add_argument("--pairs", type=int, default=200, help="seeded random sample of pairs (default 200)")
     p.add_argument("--seed", type=int, default=0)
@@ -184,11 +182,6 @@ def main(argv: list[str] | None = None) -> int:
     original = OriginalReenactment(layer=args.layer)
     original.score(preds[0], refs[0], timings={"encode": 0.0, "transport": 0.0}, **kw)  # warm-up
     _movers_phases(preds[:2], refs[:2], layer=args.layer, **kw)  # warm-up (loads the model)
-    from ..text.embedding import _resolve_model
-    from .speed_moverscore import encoder_floor
-
-    model_path, _ = _resolve_model(None)
-    encoder_floor(preds[:8], model_path)  # warm-up
 
     best_o: dict[str, float] = {}
     best_m: dict[str, float] = {}
@@ -199,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         timings["total"] = time.perf_counter() - start
         best_o = {k: min(v, best_o.get(k, float("inf"))) for k, v in timings.items()}
         phases, ours = _movers_phases(preds, refs, layer=args.layer, plain=not args.no_plain, **kw)
-        phases["floor"] = encoder_floor(preds + refs, model_path)
+        phases["floor"] = floor(preds + refs)
         best_m = {k: min(v, best_m.get(k, float("inf"))) for k, v in phases.items()}
     theirs = [s for s, _ in results]
     iters = [i for _, i in results]
@@ -219,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| transport, plain iterations (solver='sinkhorn-plain') | {o:.2f} s | {m:.2f} s | "
               f"{o / m if m > 0 else float('inf'):.1f}x |")
     o, m = best_o["total"], best_m["floor"]
-    print(f"| encoder floor (bare forward, unique texts, batch 64) | | {m:.2f} s | "
+    print(f"| encoder floor (bare forward, every token of the unique texts) | | {m:.2f} s | "
           f"{o / m if m > 0 else float('inf'):.1f}x (the bound for any implementation whose transport is free) |")
     print(f"\nmovers total / floor = {best_m['total'] / best_m['floor']:.2f}")
     print(f"\nper pair: original {1000 * best_o['total'] / len(preds):.1f} ms, movers "

@@ -1,4 +1,4 @@
-"""Human-judgment data sets of ../shared/data for the correlation benchmark.
+"""Human-judgment data sets of ../shared/data (or $MOVERS_DATA) for the studies.
 
 Each set is JSONL with `id`, `hypothesis`, `references` (list), `human` (float, or a dict of criteria).
 The development/validation split follows ../shared/README.md: validation sets are for final numbers
@@ -21,6 +21,8 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import CHECKOUT
 
 __all__ = ["Dataset", "load_dataset", "data_root", "detokenize", "DEVELOPMENT", "VALIDATION", "PREPROCESSING",
            "INPUT_FIELDS"]
@@ -56,16 +58,9 @@ class Dataset:
 
 
 def data_root() -> Path:
-    """$MOVERS_DATA, else ../shared/data beside the repository (source checkout) or the CWD."""
+    """$MOVERS_DATA, else ../shared/data beside the checkout (the folder holding this repository)."""
     env = os.environ.get("MOVERS_DATA")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve()
-    for base in (here.parents[3], Path.cwd()):
-        candidate = base.parent / "shared" / "data"
-        if candidate.is_dir():
-            return candidate
-    return Path.cwd().parent / "shared" / "data"
+    return Path(env) if env else CHECKOUT.parent / "shared" / "data"
 
 
 def detokenize(texts: list[str]) -> tuple[list[str], str]:

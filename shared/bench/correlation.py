@@ -1,8 +1,8 @@
-"""``movers bench correlation``: metric scores vs human judgments, with bootstrap confidence intervals.
+"""``python -m shared.bench correlation``: metric scores vs human judgments, with bootstrap confidence intervals.
 
-    movers bench correlation --data wmt15_16_da_seg_toen --group-by lp \\
+    python -m shared.bench correlation --data wmt15_16_da_seg_toen --group-by lp \\
         --metric moverscore --metric 'moverscore={"preset": "1.0.3"}' --metric sentbleu
-    movers bench correlation --data webnlg2020_human --metric twmd --metric bertscore \\
+    python -m shared.bench correlation --data webnlg2020_human --metric twmd --metric bertscore \\
         --compare-to bertscore --level system
 
 Each ``--metric`` is a movers module slug or a baseline (``sentbleu``: sacreBLEU sentence BLEU;
@@ -11,16 +11,16 @@ followed by ``=<JSON kwargs>``. Every output is scored: an empty one gets the me
 (a movers module's ``empty_predictions="worst"``; 0 for the baselines, :data:`BASELINE_WORST`), and
 the count is printed. A distance (Lazy-EMD) is negated, so that higher is better for every row and its
 correlations and paired differences read like the others' (listed in the output and the JSON). Pearson,
-Spearman and Kendall are computed at ``--level`` (segment, system or summary; :mod:`movers.bench.levels`),
+Spearman and Kendall are computed at ``--level`` (segment, system or summary; :mod:`shared.bench.levels`),
 per group with ``--group-by`` and then averaged, as WMT reports
 per language pair; 95% percentile bootstrap CIs resample segments (segment level) or inputs (system and
 summary levels), within groups. Records without a human score for a criterion are skipped for it and
 counted. ``--compare-to METRIC`` adds each metric's difference to METRIC with a paired interval (the
-same resamples) and the Williams test for Pearson (:mod:`movers.bench.significance`). Output: a
+same resamples) and the Williams test for Pearson (:mod:`shared.bench.significance`). Output: a
 Markdown table on stdout, a PNG per criterion and a JSON of all figures and scores under ``--out``.
 
 Text is preprocessed as the papers did when the set's README names a step (``--preprocess paper``,
-the default; see :mod:`movers.bench.data`): WMT17 is Moses-detokenized as MoverScore's ``run_MT.py``.
+the default; see :mod:`shared.bench.data`): WMT17 is Moses-detokenized as MoverScore's ``run_MT.py``.
 The step applied is printed in the table header and saved in the JSON (``preprocessing``).
 """
 from __future__ import annotations
@@ -36,13 +36,14 @@ from typing import Any
 
 import numpy as np
 
-from ..pipeline.call import is_empty
+from movers.pipeline.call import is_empty
+
 from .data import DEVELOPMENT, INPUT_FIELDS, VALIDATION, Dataset, load_dataset
 from .levels import LEVELS, STATISTICS, Layout, LevelResult, level_correlations
 from .significance import paired_difference, williams_by_group
 
-__all__ = ["main", "render", "correlations", "score_metric", "group_labels", "record_layout", "BASELINES",
-           "BASELINE_WORST"]
+__all__ = ["main", "render", "correlations", "score_metric", "group_labels", "record_layout", "parse_metric",
+           "BASELINES", "BASELINE_WORST"]
 
 logger = logging.getLogger("movers")
 
@@ -59,11 +60,10 @@ def _bertscore(preds: list[str], refs: list[list[str]], model: str | None = None
                idf: bool = False, batch_size: int = 64) -> list[float]:
     import bert_score
 
-    from ..text.embedding import _resolve_model
+    from .harness import model_folder
 
-    path, _ = _resolve_model(model)
-    _, _, f1 = bert_score.score(preds, refs, model_type=path, num_layers=layer, idf=idf, batch_size=batch_size,
-                                device="cpu", verbose=False)
+    _, _, f1 = bert_score.score(preds, refs, model_type=model_folder(model), num_layers=layer, idf=idf,
+                                batch_size=batch_size, device="cpu", verbose=False)
     return [float(x) for x in f1]
 
 
@@ -89,7 +89,7 @@ def negated(name: str) -> bool:
     correlation reads the same way: higher = closer to the human judgments (as ``bench suite`` does)."""
     if name in BASELINES:
         return False
-    from .. import metrics as registry
+    from movers import metrics as registry
 
     return not registry.get(name).higher_is_better
 
@@ -103,7 +103,7 @@ def score_metric(name: str, preds: list[str], refs: list[list[str]], kwargs: dic
         keep = [i for i in range(len(preds)) if i not in empty]
         part = iter(BASELINES[name]([preds[i] for i in keep], [refs[i] for i in keep], **kwargs) if keep else [])
         return [BASELINE_WORST[name] if i in empty else next(part) for i in range(len(preds))]
-    from ..integrations.hub import load
+    from movers import load
 
     module = load(name)
     out = module.compute(predictions=preds, references=refs, **kwargs)
@@ -115,7 +115,7 @@ def score_metric(name: str, preds: list[str], refs: list[list[str]], kwargs: dic
 def correlations(metric: Sequence[float], human: Sequence[float], groups: Sequence[str] | None = None, *,
                  level: str = "segment", systems: Sequence[str] | None = None, inputs: Sequence[str] | None = None,
                  n_boot: int = 1000, seed: int = 0) -> dict[str, tuple[float, float, float]]:
-    """{"pearson"|"spearman"|"kendall": (value, ci_low, ci_high)} at `level` (:mod:`movers.bench.levels`);
+    """{"pearson"|"spearman"|"kendall": (value, ci_low, ci_high)} at `level` (:mod:`shared.bench.levels`);
     per-group values are averaged; NaN human scores are skipped."""
     result = level_correlations(metric, human, Layout(level, groups, systems, inputs), n_boot=n_boot, seed=seed)
     return {s: result.interval(s) for s in STATISTICS}
@@ -160,7 +160,7 @@ def record_layout(records: Sequence[dict], level: str, *, data: str, group_by: s
 
 # ---------------------------------------------------------------- CLI
 
-def _parse_metric(spec: str) -> tuple[str, str, dict]:
+def parse_metric(spec: str) -> tuple[str, str, dict]:
     """'name' or 'name={json}' or 'label:name={json}' -> (label, name, kwargs)."""
     head, _, js = spec.partition("=")
     label, _, name = head.rpartition(":")
@@ -265,7 +265,7 @@ def _level_line(level: str, counts: dict[str, Any], criterion: str, grouped: boo
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench correlation", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench correlation", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", help="set name in ../shared/data, e.g. bagel, stsb:dev")
     p.add_argument("--metric", action="append",
                    help="slug or baseline, optionally =JSON kwargs; repeat for several")
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="a --metric label (added if absent): each metric's paired difference to it (same bootstrap "
                         "resamples) and the Williams test for Pearson")
     p.add_argument("--input-field", help="record field(s) naming an output's input (system/summary levels); "
-                                         "default: the set's (movers.bench.data.INPUT_FIELDS)")
+                                         "default: the set's (shared.bench.data.INPUT_FIELDS)")
     p.add_argument("--refs", choices=["all", "first"], default="all", help="references per item")
     p.add_argument("--group-by", help="record field(s) to correlate within (e.g. lp, or year,lp), then average")
     p.add_argument("--preprocess", choices=["paper", "none"], default="paper",
@@ -310,12 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     criteria = args.criterion or data.criteria
     sub = Dataset(data.name, records, data.criteria, data.preprocessing)
 
-    specs = [_parse_metric(spec) for spec in args.metric]
+    specs = [parse_metric(spec) for spec in args.metric]
     base = None
     if args.compare_to:
         base = next((label for label, name, _ in specs if args.compare_to in (label, name)), None)
         if base is None:
-            specs.append(_parse_metric(args.compare_to))
+            specs.append(parse_metric(args.compare_to))
             base = specs[-1][0]
     scores: dict[str, list[float]] = {}
     timing: dict[str, float] = {}

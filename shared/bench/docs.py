@@ -1,8 +1,9 @@
-"""``movers docs``: build the documentation site of a movers checkout and serve it locally, offline.
+"""``python -m shared.bench docs``: build the documentation site of a movers checkout and serve it locally, offline.
 
 The site is built from the repository (``mkdocs.yml``, ``docs/``, the README, the cards and the package's
-docstrings and declarations), so the command runs in a checkout, not from an installed wheel alone. It runs
-MkDocs in strict mode: a broken link, a missing reference or any warning stops the build.
+docstrings and declarations, through ``docs/hooks.py`` and :mod:`shared.bench.site`), so the command runs in a
+checkout, not from an installed wheel. It runs MkDocs in strict mode: a broken link, a missing reference or any
+warning stops the build.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+
+from . import CHECKOUT
 
 __all__ = ["main", "mkdocs_command"]
 
@@ -29,24 +32,24 @@ def mkdocs_command(repo: Path, *, build: str | None = None, addr: str = "127.0.0
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers docs", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench docs", description=__doc__.split("\n\n")[0])
     p.add_argument("--build", metavar="DIR", help="build the site into DIR and exit (default: build and serve)")
     p.add_argument("--addr", default="127.0.0.1:8000", help="where to serve (default 127.0.0.1:8000)")
-    p.add_argument("--repo", default=".", help="the movers checkout (default: the current folder)")
+    p.add_argument("--repo", default=str(CHECKOUT), help="the movers checkout (default: this one)")
     args = p.parse_args(argv)
     repo = Path(args.repo).resolve()
     if not (repo / "mkdocs.yml").is_file():
-        print(f"movers docs: error: no mkdocs.yml in {repo}; run it in a movers checkout (the site is built from "
-              f"the repository) or pass --repo DIR.", file=sys.stderr)
+        print(f"python -m shared.bench docs: error: no mkdocs.yml in {repo}; pass --repo DIR, a movers checkout "
+              f"(the site is built from the repository).", file=sys.stderr)
         return 2
     if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings") is None:
-        print("movers docs: error: MkDocs is not installed; install the docs extra: pip install \".[docs]\" "
-              "(the test extra includes it).", file=sys.stderr)
+        print("python -m shared.bench docs: error: MkDocs is not installed; install the docs extra: "
+              "pip install \".[docs]\" (the test extra includes it).", file=sys.stderr)
         return 2
     if args.build is not None:  # MkDocs would fail at its first write, with a traceback of 40 lines
         problem = _unwritable(Path(args.build))
         if problem:
-            print(f"movers docs: error: cannot build into {args.build!r}: {problem}.", file=sys.stderr)
+            print(f"python -m shared.bench docs: error: cannot build into {args.build!r}: {problem}.", file=sys.stderr)
             return 2
     env = {**os.environ, MKDOCS_2_NOTICE: os.environ.get(MKDOCS_2_NOTICE, "1")}
     command = mkdocs_command(repo, build=args.build, addr=args.addr)

@@ -1,4 +1,4 @@
-"""``movers bench speed --metric moverscore``: side-by-side timings on one WMT-like workload.
+"""``python -m shared.bench speed --metric moverscore``: side-by-side timings on one WMT-like workload.
 
 Workload: R references from ``wmt15_16_da_seg_toen`` (development set), each shared by S "systems":
 its own MT output plus, for system k, the output of the segment k*N/S records further on (standing in
@@ -6,10 +6,10 @@ for another system's translation: timings depend on lengths and sharing, not con
 R*S outputs are distinct texts: R*S pairs (default 500 x 5 = 2,500), about R*(S+1) unique texts.
 All runs use the same encoder (default the bundled MiniLM, last layer), on CPU, in one process:
 
-* **floor**: tokenizer + bare encoder forward pass over the *unique* texts, sorted by length,
-  batch 64 (what any embedding metric must at least do);
+* **floor**: the bare encoder over every token of the *unique* texts, tokenizer included
+  (:func:`shared.bench.harness.floor`: what any embedding metric must at least do);
 * **movers**: ``movers.moverscore(preset="1.0.3", idf=True)`` (same computation as the original);
-* **original**: PyPI ``moverscore==1.0.3`` through :mod:`movers.bench.original_moverscore`,
+* **original**: PyPI ``moverscore==1.0.3`` through :mod:`shared.bench.original_moverscore`,
   IDF dicts from the references and the hypotheses, batch_size 256 (its default);
 * **bert-score**: ``bert_score.score`` 0.3.13, same model and layer, idf off (its default).
 
@@ -26,9 +26,9 @@ import time
 import numpy as np
 import torch
 
-from . import quiet_offline
+from .harness import floor, quiet_offline
 
-__all__ = ["main", "workload", "encoder_floor"]
+__all__ = ["main", "workload"]
 
 
 def workload(n_refs: int = 500, n_systems: int = 5) -> tuple[list[str], list[str]]:
@@ -50,24 +50,9 @@ def workload(n_refs: int = 500, n_systems: int = 5) -> tuple[list[str], list[str
     return preds, refs
 
 
-def encoder_floor(texts: list[str], model_path: str, batch_size: int = 64) -> float:
-    """Seconds for the tokenizer and the bare encoder forward pass over the unique texts, sorted by
-    length, in batches (model loading excluded): the least any embedding metric must do."""
-    import transformers
-
-    tok = transformers.AutoTokenizer.from_pretrained(model_path)
-    model = transformers.AutoModel.from_pretrained(model_path).eval()
-    unique = sorted(set(texts), key=len, reverse=True)
-    start = time.perf_counter()
-    with torch.inference_mode():
-        for i in range(0, len(unique), batch_size):
-            enc = tok(unique[i:i + batch_size], padding=True, truncation=True, return_tensors="pt")
-            model(**enc)
-    return time.perf_counter() - start
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench speed --metric moverscore", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench speed --metric moverscore",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--refs", type=int, default=500, help="distinct references")
     p.add_argument("--systems", type=int, default=5, help="outputs per reference")
     p.add_argument("--model", default=None, help="model folder or hub id (default: bundled MiniLM)")
@@ -77,12 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     quiet_offline()
 
-    from .. import metrics as registry
-    from ..text.embedding import Encoder, _resolve_model, load_backbone
+    from movers import Encoder
+    from movers import metrics as registry
 
     moverscore = registry.function("moverscore")
 
-    model_path, _ = _resolve_model(args.model)
+    encoder = Encoder(args.model, layer=-1, device="cpu")
+    model_path = encoder.backbone.path
     preds, refs = workload(args.refs, args.systems)
     n_unique = len(set(preds) | set(refs))
     print(f"workload: {len(preds)} pairs, {len(set(refs))} references, {n_unique} unique texts; "
@@ -90,11 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, float] = {}
 
     # Warm up every path once on a few pairs so that no timing includes model loading.
-    encoder = Encoder(args.model, layer=-1, device="cpu")
     moverscore(preds[:8], refs[:8], preset="1.0.3", encoder=encoder)
-    encoder_floor(preds[:8], model_path, args.batch_size)
 
-    times["floor (encoder forward, unique texts)"] = encoder_floor(preds + refs, model_path, args.batch_size)
+    times["floor (encoder forward, unique texts)"] = floor(preds + refs, encoder)
     gc.collect()
     start = time.perf_counter()
     ours = moverscore(preds, refs, preset="1.0.3", idf=True, encoder=encoder, batch_size=args.batch_size).scores
@@ -102,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
 
     max_diff = max_diff_identical = None
     if "original" not in args.skip:
-        original = __import__("movers.bench.original_moverscore", fromlist=["load_original"]).load_original(model_path)
+        from .original_moverscore import load_original
+
+        original = load_original(model_path)
         original.word_mover_score(refs[:4], preds[:4], original.get_idf_dict(refs[:4], nthreads=1),
                                   original.get_idf_dict(preds[:4], nthreads=1), device="cpu")
         gc.collect()
@@ -120,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     if "bertscore" not in args.skip:
         import bert_score
 
-        bert_score.score(preds[:4], refs[:4], model_type=model_path, num_layers=load_backbone(
-            args.model, torch.device("cpu"), torch.float32).num_layers, device="cpu")
+        bert_score.score(preds[:4], refs[:4], model_type=model_path, num_layers=encoder.backbone.num_layers,
+                         device="cpu")
         gc.collect()
         start = time.perf_counter()
         bert_score.score(preds, refs, model_type=model_path, num_layers=encoder.backbone.num_layers,

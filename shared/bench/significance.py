@@ -2,7 +2,7 @@
 
 Both compare two metrics scored on the same records against the same human scores, so their correlations are
 dependent: an interval for each correlation alone says little about their difference. The paired bootstrap
-takes the difference in every resample (the same resamples for both, :mod:`movers.bench.levels`); the
+takes the difference in every resample (the same resamples for both, :mod:`shared.bench.levels`); the
 Williams test (Williams 1959; Graham & Baldwin 2014, as in the WMT metrics tasks) is the t-test for the
 difference of two Pearson correlations that share the human variable.
 """
@@ -41,7 +41,7 @@ def paired_difference(result: LevelResult, base: LevelResult) -> dict[str, tuple
     """statistic -> (result - base, 2.5th, 97.5th percentile of the per-resample differences).
 
     The two results must come from the same records, layout, bootstrap size and seed (then their resamples are
-    the same ones), which :func:`movers.bench.levels.level_correlations` guarantees for one criterion.
+    the same ones), which :func:`shared.bench.levels.level_correlations` guarantees for one criterion.
     """
     if result.level != base.level or result.resampled != base.resampled or \
             len(result.boot["pearson"]) != len(base.boot["pearson"]):

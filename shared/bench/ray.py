@@ -1,10 +1,11 @@
-"""``movers bench ray``: Ray Data's overhead and memory against one process.
+"""``python -m shared.bench ray``: Ray Data's overhead and memory against one process.
 
-    movers bench ray --metric moverscore --pairs 20000              # 1 process x 2 threads vs Ray 2 actors x 1
-    movers bench ray --metric delta_bleu --memory 10000,100000      # peak memory per worker and on the driver
+    python -m shared.bench ray --metric moverscore --pairs 20000          # 1 process x 2 threads vs Ray 2 actors x 1
+    python -m shared.bench ray --metric delta_bleu --memory 10000,100000  # peak memory per worker and on the driver
 
 The corpus is the first WMT15/16 pairs (development set), cycled to ``--pairs``, written to Parquet files by a
-separate process first, so the Ray driver reads nothing itself. Each measurement runs in a fresh subprocess:
+separate process first, so the Ray driver reads nothing itself. Each measurement runs in a fresh process
+(:func:`shared.bench.harness.fresh`):
 
 * ``process``: one ``movers.<metric>`` call with torch's 2 threads, timed after the encoder is loaded;
 * ``ray``: a local cluster on the 2 cores, :func:`movers.integrations.ray.score` with 2 actors of 1 CPU (1 torch
@@ -26,18 +27,20 @@ import argparse
 import json
 import os
 import resource
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+from .harness import Runner, fresh, quiet_offline
+
+__all__ = ["main", "measure", "write"]
 
 
-def _write(n: int, folder: str, rows_per_file: int = 5000) -> None:
+def write(n: int, folder: str, rows_per_file: int = 5000) -> dict[str, Any]:
+    """In a fresh process (the Ray driver reads nothing itself): the first `n` WMT15/16 pairs, cycled, as Parquet
+    files of `rows_per_file` rows in `folder`."""
     import itertools
 
     import pyarrow as pa
@@ -53,6 +56,7 @@ def _write(n: int, folder: str, rows_per_file: int = 5000) -> None:
                           "reference": [list(r["references"]) for r in chunk],
                           "position": list(range(k, k + len(chunk)))})
         pq.write_table(table, f"{folder}/part-{k // rows_per_file:06d}.parquet")
+    return {"pairs": n}
 
 
 class _Watch:
@@ -141,13 +145,12 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _child(mode: str, metric: str, folder: str, out: str, reader: str = "default") -> int:
-    from . import quiet_offline
-
+def measure(mode: str, metric: str, folder: str, reader: str = "default") -> dict[str, Any]:
+    """In a fresh process (:func:`shared.bench.harness.fresh`): the pairs in `folder` scored by one ``process``
+    or by ``ray`` (a local cluster); seconds, CPU seconds and the peaks (see the module's docstring)."""
     quiet_offline()
     import movers
-
-    from .. import metrics as registry
+    from movers import metrics as registry
 
     options: dict[str, Any] = dict(registry.get(metric).bench_options)
     result: dict[str, Any] = {"mode": mode, "metric": metric}
@@ -166,7 +169,7 @@ def _child(mode: str, metric: str, folder: str, out: str, reader: str = "default
         import ray
         import ray.data
 
-        from ..integrations.ray import score
+        from movers.integrations.ray import score
 
         # 3 logical CPUs on the 2 cores: the 2 scoring actors hold one each, the third runs the Parquet reads and
         # writes (with both CPUs held by actors, the reads that feed them could never be scheduled)
@@ -197,27 +200,20 @@ def _child(mode: str, metric: str, folder: str, out: str, reader: str = "default
         result["worker_private_mb_by_task"] = dict(sorted(watch.anon.items(), key=lambda kv: -kv[1]))
         result["workers"] = len(watch.peaks)
     result["driver_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    Path(out).write_text(json.dumps(result))
-    return 0
+    return result
 
 
-def _measure(mode: str, metric: str, folder: str, reader: str = "default") -> dict[str, Any]:
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-        out = f.name
-    env = dict(os.environ, OMP_NUM_THREADS="2" if mode == "process" else "1", OMP_WAIT_POLICY="PASSIVE")
+def _measure(run: Runner, mode: str, metric: str, folder: str, reader: str = "default") -> dict[str, Any]:
     before = os.getloadavg()[0]
-    run = subprocess.run([sys.executable, "-m", "movers.bench.ray", "--child", mode, metric, folder, out, reader],
-                         env=env, capture_output=True, text=True)
-    if run.returncode:
-        raise RuntimeError(f"bench ray {mode} failed: {run.stderr[-2000:]}")
-    result = json.loads(Path(out).read_text())
+    result = run(measure, threads=2 if mode == "process" else 1, env={"OMP_WAIT_POLICY": "PASSIVE"}, mode=mode,
+                   metric=metric, folder=folder, reader=reader)
     result["load_average"] = [before, os.getloadavg()[0]]  # the machine's 1-minute load before and after
     return result
 
 
-def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="movers bench ray", description=__doc__.split("\n")[0])
-    from .. import metrics as registry
+def main(argv: list[str] | None = None, *, run: Runner = fresh) -> int:
+    p = argparse.ArgumentParser(prog="python -m shared.bench ray", description=__doc__.split("\n")[0])
+    from movers import metrics as registry
 
     p.add_argument("--metric", default=registry.DEMO, choices=registry.slugs(), help=f"default: {registry.DEMO}")
     p.add_argument("--pairs", type=int, default=20000, help="throughput corpus (0: skip)")
@@ -232,8 +228,8 @@ def main(argv: list[str]) -> int:
         if args.pairs:
             folder = f"{tmp}/t"
             os.makedirs(folder)
-            subprocess.run([sys.executable, "-m", "movers.bench.ray", "--write", str(args.pairs), folder], check=True)
-            one, ray_run = _measure("process", args.metric, folder), _measure("ray", args.metric, folder)
+            run(write, n=args.pairs, folder=folder)
+            one, ray_run = _measure(run, "process", args.metric, folder), _measure(run, "ray", args.metric, folder)
             overhead = ray_run["seconds"] / one["seconds"] - 1
             cpu_overhead = ray_run["cpu_seconds"] / one["cpu_seconds"] - 1
             results["throughput"] = {"process": one, "ray": ray_run, "overhead": overhead,
@@ -246,8 +242,8 @@ def main(argv: list[str]) -> int:
         for n in [int(x) for x in args.memory.split(",") if x]:
             folder = f"{tmp}/m{n}"
             os.makedirs(folder)
-            subprocess.run([sys.executable, "-m", "movers.bench.ray", "--write", str(n), folder], check=True)
-            m = _measure("ray", args.metric, folder, args.reader)
+            run(write, n=n, folder=folder)
+            m = _measure(run, "ray", args.metric, folder, args.reader)
             results["memory"][n] = m
             print(f"{args.metric}, {n} pairs on Ray: peak per worker {m['worker_peak_mb']:.0f} MB "
                   f"({m['workers']} worker processes: {m['worker_peaks_mb']}; private at most "
@@ -257,11 +253,3 @@ def main(argv: list[str]) -> int:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
 
-
-if __name__ == "__main__":
-    if sys.argv[1] == "--child":
-        sys.exit(_child(*sys.argv[2:7]))
-    if sys.argv[1] == "--write":
-        _write(int(sys.argv[2]), sys.argv[3])
-        sys.exit(0)
-    sys.exit(main(sys.argv[1:]))

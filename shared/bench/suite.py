@@ -1,6 +1,6 @@
-"""``movers bench suite``: one or more metric settings over every development (or validation) set.
+"""``python -m shared.bench suite``: one or more metric settings over every development (or validation) set.
 
-    movers bench suite --suite dev --metric moverscore --metric 'moverscore={"centering": "corpus"}'
+    python -m shared.bench suite --suite dev --metric moverscore --metric 'moverscore={"centering": "corpus"}'
 
 Each set has a fixed protocol (subset size, grouping, correlation, criteria; :data:`SUITES`), so
 settings are compared on the same segments with the same bootstrap resamples. For every set the
@@ -21,7 +21,7 @@ Subsets keep the 2-core CI machine's budget: sizes are in :data:`SUITES` and in 
 scores the whole sets instead (the final validation tables).
 
 ``--level system`` correlates per-system mean scores with per-system mean human scores, with the bootstrap
-over inputs (:mod:`movers.bench.levels`), on the sets whose records name at least :data:`MIN_SYSTEMS` systems
+over inputs (:mod:`shared.bench.levels`), on the sets whose records name at least :data:`MIN_SYSTEMS` systems
 (STS has none, BAGEL two: their columns are left out, and listed). The scores are the segment level's
 (cached), so the second level costs only the bootstrap.
 """
@@ -37,9 +37,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
-from .correlation import _parse_metric, group_labels, record_layout, score_metric
+from .correlation import group_labels, parse_metric, record_layout, score_metric
 from .data import Dataset, load_dataset
 from .levels import level_correlations, rowwise
 
@@ -94,16 +93,6 @@ def _sample(n: int, limit: int | None, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, limit, replace=False))
 
 
-def _stat(x: np.ndarray, y: np.ndarray, statistic: str) -> np.ndarray:
-    """Row-wise Pearson (or Spearman = Pearson of ranks) of [B, n] arrays."""
-    if statistic == "spearman":
-        x, y = stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1)
-    xc = x - x.mean(-1, keepdims=True)
-    yc = y - y.mean(-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (xc * yc).sum(-1) / np.sqrt((xc ** 2).sum(-1) * (yc ** 2).sum(-1))
-
-
 def paired_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]], groups: Sequence[str] | None,
                      statistic: str, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, np.ndarray]:
     """(point value, bootstrap distribution [n_boot]) of the statistic averaged over criteria and groups.
@@ -120,9 +109,8 @@ def paired_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]],
         sample = rng.integers(0, len(idx), size=(n_boot, len(idx)))
         for human in humans:
             h = np.asarray(human, float)[idx]
-            stat = rowwise if np.isnan(h).any() else _stat  # rowwise leaves out records without a human score
-            points.append(stat(m[idx][None], h[None], statistic)[0])
-            dists.append(stat(m[idx][sample], h[sample], statistic))
+            points.append(rowwise(m[idx][None], h[None], statistic)[0])  # records without a human score left out
+            dists.append(rowwise(m[idx][sample], h[sample], statistic))
     return float(np.mean(points)), np.nanmean(np.stack(dists), 0)
 
 
@@ -161,8 +149,8 @@ def _score(name: str, kwargs: dict, preds: list[str], refs: list[list[str]]) -> 
 
     if name in BASELINES:
         return score_metric(name, preds, refs, kwargs), f"{name}{json.dumps(kwargs, sort_keys=True)}"
-    from .. import metrics as registry
-    from ..pipeline.call import make_options
+    from movers import metrics as registry
+    from movers.pipeline.call import make_options
 
     spec = registry.get(name)
     out = registry.function(spec)(preds, refs, **kwargs)  # = the evaluate module's compute (a thin wrapper)
@@ -180,7 +168,7 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
         raise ValueError(f"suite: `level` must be 'segment' or 'system', got {level!r}.")
     protocols = [replace(p, limit=None) if full else p
                  for p in SUITES[suite] if not sets or p.spec in sets or p.spec.split(":")[0] in sets]
-    parsed = [_parse_metric(m) for m in metrics]
+    parsed = [parse_metric(m) for m in metrics]
     cache = out / "scores"
     cache.mkdir(parents=True, exist_ok=True)
     result: dict = {"suite": suite, "seed": seed, "bootstrap": n_boot, "level": level, "sets": {},
@@ -296,7 +284,7 @@ def _delta_cell(row: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench suite", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench suite", description=__doc__.split("\n\n")[0])
     p.add_argument("--suite", choices=list(SUITES), default="dev")
     p.add_argument("--metric", action="append", required=True,
                    help="slug or baseline, optionally =JSON kwargs (label:slug=JSON); the first is the reference")

@@ -1,8 +1,9 @@
-"""``movers bench long-texts``: how to read a text longer than the encoder's window, decided on human judgments.
+"""``python -m shared.bench long-texts``: how to read a text longer than the encoder's window, decided on human
+judgments.
 
-    movers bench long-texts --split dev                   # choose: SummEval and Newsroom (development)
-    movers bench long-texts --split validation            # then, once, the final numbers: RealSumm
-    movers bench long-texts --render cards/long_texts.json --write   # the tables of the study page
+    python -m shared.bench long-texts --split dev                   # choose: SummEval and Newsroom (development)
+    python -m shared.bench long-texts --split validation            # then, once, the final numbers: RealSumm
+    python -m shared.bench long-texts --render cards/long_texts.json --write   # the tables of the study page
 
 Every metric that declares a :class:`~movers.core.spec.LongTextStudy` scores each summary against its source
 article (prediction = summary, reference = article: BARTScore's source -> hypothesis protocol) under every
@@ -43,7 +44,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from .. import metrics as registry
+from movers import metrics as registry
+
 from .data import data_root, load_dataset
 
 __all__ = ["READINGS", "SETS", "Reading", "candidates", "main", "run_study", "render", "RULE", "BEGIN", "END",
@@ -141,7 +143,7 @@ def load_set(name: str, limit: int | None = None) -> StudySet:
 def encoder_cost(texts: Sequence[str], reading: Reading) -> float:
     """Tokens the encoder runs under `reading` over the unique `texts`, as a multiple of the floor: every
     content token once, in 512-token windows without overlap (special tokens counted in both)."""
-    from ..text.embedding import Encoder
+    from movers import Encoder
 
     encoder = Encoder(**reading.encoder_options())
     floor = Encoder(long_texts="window", window_overlap=0.0)
@@ -157,8 +159,8 @@ def encoder_cost(texts: Sequence[str], reading: Reading) -> float:
 def _score(slug: str, key: str, data: StudySet, out: Path, cache: Path, cached_only: bool = False) -> dict | None:
     """One metric under one candidate on one set: scores (higher = better) and signature, cached on disk (None
     with `cached_only` when they are not on disk yet)."""
-    from ..pipeline.call import make_options
-    from ..text.embedding import Encoder
+    from movers import Encoder
+    from movers.pipeline.call import make_options
 
     spec = registry.get(slug)
     study = spec.long_text_study
@@ -275,7 +277,7 @@ def run_study(split: str, metrics: list[str], *, out: Path, cache: Path, n_boot:
 
 # ---------------------------------------------------------------------------------------------- rendering
 
-BEGIN = "<!-- long-texts: generated from cards/long_texts.json by `movers bench long-texts --render` -->"
+BEGIN = "<!-- long-texts: generated from cards/long_texts.json by `python -m shared.bench long-texts --render` -->"
 END = "<!-- /long-texts -->"
 
 
@@ -293,7 +295,7 @@ def _cell(v: dict, signed: bool = False) -> str:
 
 def default_reading(slug: str) -> str:
     """The key of the reading a metric uses by default (its declared ``long_texts`` default and window)."""
-    from ..core.options import option_fields
+    from movers.core.options import option_fields
 
     spec = registry.get(slug)
     fields = {f.name: f.default for f in option_fields(spec.Options)}
@@ -435,7 +437,7 @@ def _strip(figures: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench long-texts", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench long-texts", description=__doc__.split("\n\n")[0])
     p.add_argument("--split", choices=["dev", "validation"], default="dev",
                    help="dev (default): SummEval and Newsroom, for choosing; validation: RealSumm, final numbers")
     p.add_argument("--metric", action="append", choices=studied(), help="repeatable (default: every studied metric)")

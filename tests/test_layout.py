@@ -1,0 +1,87 @@
+"""The map of the package cannot drift from the tree: docs/layout.md's tree names every sub-package and module of
+``shared/movers`` (and nothing that is not there), and every package's docstring names each of its rooms (its
+modules and sub-packages)."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from .conftest import REPO
+
+PACKAGE = REPO / "shared" / "movers"
+SKIPPED = {"__init__.py", "__main__.py"}
+
+
+def _rooms(folder: Path) -> list[Path]:
+    """The modules and sub-packages directly in `folder` (a package)."""
+    return sorted(p for p in folder.iterdir()
+                  if (p.suffix == ".py" and p.name not in SKIPPED) or (p / "__init__.py").is_file())
+
+
+def _tree() -> set[str]:
+    """Every module and sub-package of the package, as a path under shared/movers (sub-packages end in '/')."""
+    found: set[str] = set()
+    for init in PACKAGE.rglob("__init__.py"):
+        folder = init.parent
+        for room in _rooms(folder):
+            rel = room.relative_to(PACKAGE).as_posix()
+            found.add(rel + "/" if room.is_dir() else rel)
+    return found
+
+
+_NAME = re.compile(r"[\w.]+/|[\w]+\.py")
+
+
+def _layout_tree(text: str) -> set[str]:
+    """The paths that the tree block of docs/layout.md names under ``shared/movers/``: one level of indentation
+    (two spaces) per folder; a line starts with one folder (``name/``) or one or more modules (``a.py b.py``),
+    then, after two spaces or more, what they hold."""
+    block = re.search(r"```text\n(shared/movers/.*?)```", text, re.S)
+    assert block, "docs/layout.md has no ```text block that starts with shared/movers/"
+    named: set[str] = set()
+    stack: list[tuple[int, str]] = []  # (indent, folder path)
+    for line in block.group(1).splitlines()[1:]:
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if indent == 0:  # the block goes on with the repository's other folders
+            break
+        head = re.split(r" {2,}", line.strip())[0]
+        names = head.split(" ")
+        if not all(_NAME.fullmatch(n) for n in names):
+            continue  # a line that goes on with the description of the line above
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1] if stack else ""
+        for name in names:
+            named.add(parent + name)
+        if len(names) == 1 and names[0].endswith("/"):
+            stack.append((indent, parent + names[0]))
+    return named
+
+
+def test_the_layout_page_names_every_room_of_the_package():
+    tree, page = _tree(), _layout_tree((REPO / "docs" / "layout.md").read_text(encoding="utf-8"))
+    assert not tree - page, f"in shared/movers, not in docs/layout.md's tree: {sorted(tree - page)}"
+    assert not page - tree, f"in docs/layout.md's tree, not in shared/movers: {sorted(page - tree)}"
+
+
+def test_every_package_docstring_names_its_rooms():
+    missing = []
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        for room in _rooms(init.parent):
+            if not re.search(rf"\b{re.escape(room.stem)}\b", doc):
+                missing.append(f"{init.relative_to(PACKAGE)} does not name {room.stem}")
+    assert not missing, missing
+
+
+def test_the_layout_reader_follows_the_indentation():
+    """The reader of the page's tree: folders nest by indentation, several modules share a line, descriptions
+    that go on below a line name nothing."""
+    text = ("```text\nshared/movers/   the package\n  core/         1. pure\n    transport/  solvers\n"
+            "      exact.py  emd\n    spec.py options.py   declarations\n                 and their checks\n"
+            "  cli/          6. commands\n    score.py     movers score\ndocs/  the site\n```\n")
+    assert _layout_tree(text) == {"core/", "core/transport/", "core/transport/exact.py", "core/spec.py",
+                                  "core/options.py", "cli/", "cli/score.py"}
