@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from .helpers import REPO
 
 SETTINGS = {
     "default": {},

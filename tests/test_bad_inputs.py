@@ -39,7 +39,7 @@ import torch
 import movers
 from movers.core.validation import MAX_TEXT_CHARS
 
-from .conftest import REPO
+from .helpers import REPO
 
 METRICS = ["moverscore", "lazy_emd", "twmd", "sms", "s_wms", "delta_bleu"]
 CONTEXTUAL = {"moverscore", "lazy_emd", "twmd"}  # MiniLM tokens: no-content texts are errors
@@ -322,7 +322,7 @@ def test_huge_texts_fail_early_or_fit_in_memory(tmp_path):
     """20,000-word texts in a subprocess limited to 6 GiB of address space: read whole, the three token-level
     metrics refuse before the model runs (they would need 5+ GiB per matrix); the others, and MoverScore at its
     default (the first window), score."""
-    from .conftest import data_path
+    from .helpers import data_path
 
     docs = data_path("summeval/summeval_docs.jsonl")
     env = {**os.environ, "PYTHONPATH": str(REPO / "shared"), "OMP_NUM_THREADS": "1", "MOVERS_NO_AUTOREGISTER": "1"}

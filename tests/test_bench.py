@@ -15,7 +15,7 @@ from shared.bench.__main__ import main as bench
 from shared.bench.correlation import parse_metric, correlations
 from shared.bench.data import load_dataset
 
-from .conftest import data_path, real_pairs
+from .helpers import data_path, real_pairs
 
 
 def test_correlations_agree_with_direct_formulas():
@@ -73,7 +73,7 @@ def test_the_study_command_lists_every_study_once(capsys):
 
     from shared.bench.__main__ import STUDIES
 
-    from .conftest import REPO
+    from .helpers import REPO
 
     proc = subprocess.run([sys.executable, "-m", "shared.bench", "--help"], cwd=REPO, capture_output=True, text=True,
                           timeout=300)
@@ -116,7 +116,7 @@ def test_validation_command_renders_the_saved_figures(capsys):
     """`validation --render DIR` (without --write) prints each block the cards and the validation page hold."""
     from shared.bench.validation import PAGE
 
-    from .conftest import REPO
+    from .helpers import REPO
 
     assert bench(["validation", "--render", str(REPO / "cards" / "validation"), "--repo", str(REPO)]) == 0
     out = capsys.readouterr().out
@@ -680,7 +680,7 @@ def test_validation_blocks_are_the_saved_figures():
     from shared.bench.validation import (PAGE, SUMMARY, load_results, render_headline, render_summary, render_tables,
                                          sync)
 
-    from .conftest import REPO
+    from .helpers import REPO
 
     runs = load_results(REPO / "cards" / "validation")
     assert [r["model"] for r in runs][:1] == ["bundled"] and len(runs) >= 2
@@ -702,7 +702,7 @@ def test_validation_plot_draws_every_encoder(tmp_path):
 
     from shared.bench.validation import PAGE, PLOT, load_results, render_plot
 
-    from .conftest import REPO
+    from .helpers import REPO
 
     runs = load_results(REPO / "cards" / "validation")
     render_plot(runs, tmp_path / PLOT)
@@ -719,7 +719,7 @@ def test_validation_figures_recompute(tmp_path):
     from shared.bench.suite import run_suite
     from shared.bench.validation import load_results
 
-    from .conftest import REPO
+    from .helpers import REPO
 
     saved = load_results(REPO / "cards" / "validation")[0]["levels"]["segment"]["sets"]["stsb:test"]["metrics"]
     fresh = run_suite("validation", ["BERTScore F1:bertscore", "TWMD:twmd"], sets=["stsb:test"], out=tmp_path,
@@ -742,7 +742,7 @@ def test_the_pages_show_saved_runs_as_the_commands_report_them(page):
     kept equal here."""
     from shared.bench import correlation, lengths, systems
 
-    from .conftest import REPO
+    from .helpers import REPO
 
     text = (REPO / "docs" / page).read_text(encoding="utf-8")
     blocks = list(_REPORT.finditer(text))

@@ -23,8 +23,8 @@ import movers
 from movers.text.embedding import Encoder, token_batches
 from movers.text.embedding_cache import EmbeddingCache, using_cache
 
-from .cli_process import run_movers, run_python
-from .conftest import REPO, regrouped
+from .support.cli_process import run_movers, run_python
+from .helpers import REPO, regrouped
 
 PREDS = ["The cat sat on the mat.", "A quick brown fox jumps over the lazy dog.", "He went to the store."]
 REFS = ["A cat was sitting on the mat.", "The fast brown fox leaped over a lazy dog.", "She stayed at home."]
@@ -267,7 +267,7 @@ def test_cache_command_info_and_clear(tmp_path):
     info = subprocess.run([exe, "cache", "info", "--cache", str(tmp_path)], capture_output=True, text=True)
     assert info.returncode == 0 and f"{tmp_path}: 6 entries" in info.stdout
     env = dict(os.environ, MOVERS_CACHE=str(tmp_path))
-    clear = run_movers(["cache", "clear"], env=env)  # forked from the tests' fork server (tests/cli_process.py)
+    clear = run_movers(["cache", "clear"], env=env)  # forked from the tests' fork server (tests/support/cli_process.py)
     assert clear.returncode == 0 and clear.stdout.strip() == f"removed 6 entries from {tmp_path}"
     assert not _entries(tmp_path)
     missing = run_movers(["cache", "info"], env={k: v for k, v in os.environ.items() if k != "MOVERS_CACHE"})

@@ -19,8 +19,8 @@ import pytest
 
 import movers
 
-from .cli_process import run_movers, run_python
-from .conftest import real_pairs, regrouped
+from .support.cli_process import run_movers, run_python
+from .helpers import real_pairs, regrouped
 
 _ROOT = Path(movers.__file__).resolve().parents[1]  # the movers this process imported
 # A source checkout (shared/) goes on the subprocess's path; an installed movers is found by the same
@@ -31,7 +31,7 @@ _PATH = {"PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("P
 
 
 def run(*args: str, stdin: str | None = None, env: dict | None = None, cwd: Path | None = None, real: bool = False):
-    """``movers ARGS`` as a process of its own: forked from the tests' fork server (tests/cli_process.py), or
+    """``movers ARGS`` as a process of its own: forked from the tests' fork server (tests/support/cli_process.py), or
     ``python -m movers`` itself with `real` (and where `env` changes what libraries read when imported)."""
     full_env = {**os.environ, **_PATH,
                 "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"), **(env or {})}

@@ -22,7 +22,7 @@ import pytest
 
 import movers
 
-from .conftest import REPO
+from .helpers import REPO
 
 PACKAGE = REPO / "shared" / "movers"
 BENCH = REPO / "shared" / "bench"  # the studies and timings, run from the checkout: linted and typed like the package

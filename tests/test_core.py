@@ -14,7 +14,7 @@ from movers.text.embedding import Encoder, resolve_device
 from movers.core.signature import format_signature
 from movers.core.transport import emd
 
-from .conftest import ATOL_EMD
+from .helpers import ATOL_EMD
 
 
 # ----------------------------------------------------------------------------- exact EMD

@@ -28,7 +28,7 @@ from movers.core.transport import emd
 from movers.pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, model_option
 from movers.text.embedding import EmbeddedText, load_encoder
 
-from .conftest import regrouped
+from .helpers import regrouped
 
 
 # ------------------------------------------------------------------ the whole declaration of the metric

@@ -20,7 +20,7 @@ from sacrebleu.metrics.bleu import BLEU
 import movers
 from movers import delta_bleu
 
-from .conftest import ATOL_COUNT, data_path, reference_records
+from .helpers import ATOL_COUNT, data_path, reference_records
 
 STATS = ("precisions", "bp", "sys_len", "ref_len", "counts", "totals")
 
@@ -470,7 +470,7 @@ def test_signature_is_pinned():
 
 def test_card_worked_example():
     """The numbers printed in cards/delta_bleu.md, '#### Worked example'."""
-    from .conftest import REPO
+    from .helpers import REPO
 
     card = (REPO / "cards" / "delta_bleu.md").read_text(encoding="utf-8")
     refs = [["i 'm not sure , let me look for you .", "yes , we have one copy left .",

@@ -18,9 +18,9 @@ import pytest
 from movers.core.result import REGROUPING_ATOL
 from movers.core.scope import ProcessGroupScope, Scope, distributed_scoring, shard_bounds
 
-from .conftest import REFERENCE, REPO
+from .helpers import REFERENCE, REPO
 
-WORKER = REPO / "tests" / "distributed_worker.py"
+WORKER = REPO / "tests" / "support" / "distributed_worker.py"
 PAIRS = REFERENCE / "bertscore_L6_idf-off.jsonl"  # 210 real pairs (4 development sets) with their inputs inline
 N_PAIRS = 210
 TOL = REGROUPING_ATOL  # the reproducibility rule: ranks embed other batches than one process

@@ -19,7 +19,7 @@ import pytest
 
 import movers
 
-from .conftest import REPO, regrouped
+from .helpers import REPO, regrouped
 
 MODULES = movers.module_names()
 EXPECTED = {"moverscore", "sms", "s_wms", "delta_bleu", "twmd", "lazy_emd"}

@@ -10,7 +10,7 @@ import pytest
 
 from movers.text import filters
 
-from .conftest import data_path
+from .helpers import data_path
 
 
 def reference_is_subword(token, position, tokens):

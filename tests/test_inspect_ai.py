@@ -23,8 +23,8 @@ import movers
 import movers.integrations.harnesses.inspect_ai as integration
 from movers.core.result import REGROUPING_ATOL
 
-from .conftest import venv_with_our_dependencies
-from .tiny_lm import build_tiny_lm
+from .helpers import venv_with_our_dependencies
+from .support.tiny_lm import build_tiny_lm
 
 ATOL = REGROUPING_ATOL  # the harness's in-memory cache holds vectors of earlier calls: other batches
 SAMPLES = [  # (prompt, generation, target)

@@ -7,7 +7,9 @@ import ast
 import re
 from pathlib import Path
 
-from .conftest import REPO
+import pytest
+
+from .helpers import REPO
 
 PACKAGE = REPO / "shared" / "movers"
 SKIPPED = {"__init__.py", "__main__.py"}
@@ -85,3 +87,21 @@ def test_the_layout_reader_follows_the_indentation():
             "  cli/          6. commands\n    score.py     movers score\ndocs/  the site\n```\n")
     assert _layout_tree(text) == {"core/", "core/transport/", "core/transport/exact.py", "core/spec.py",
                                   "core/options.py", "cli/", "cli/score.py"}
+
+
+def test_the_wheel_lists_every_package_of_the_tree():
+    """pyproject.toml names the packages the wheel ships one by one: each sub-package of shared/movers is there, and
+    nothing else (the studies in shared/bench are not)."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    declared = set(project["tool"]["setuptools"]["packages"])
+    tree = {".".join(("movers", *init.parent.relative_to(PACKAGE).parts)) for init in PACKAGE.rglob("__init__.py")}
+    assert declared == tree | {"movers.evaluate_modules"}
+
+
+def test_the_longest_first_order_names_test_files():
+    """The files that start first (tests/conftest.py) are test files of this folder: a renamed file would otherwise
+    fall back to the end of the order without a word (the collection hook refuses it too)."""
+    from .conftest import LONGEST_FIRST
+
+    assert LONGEST_FIRST and all((REPO / "tests" / name).is_file() for name in LONGEST_FIRST), LONGEST_FIRST

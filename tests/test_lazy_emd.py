@@ -20,7 +20,7 @@ from movers import lazy_emd, lazy_emd_plot
 from movers.metrics.lazy_emd import MASK_THRESHOLD, PRESETS
 from movers.core.transport import unbalanced_sinkhorn_batch
 
-from .conftest import ATOL_MODEL, ATOL_SINKHORN, REPO, reference_records, regrouped
+from .helpers import ATOL_MODEL, ATOL_SINKHORN, REPO, reference_records, regrouped
 
 INF = float("inf")
 YOUNG_MAN = "The young man in a slicker."

@@ -26,8 +26,8 @@ import movers
 import movers.integrations.harnesses.lm_eval as integration
 from movers.core.result import REGROUPING_ATOL
 
-from .conftest import REPO
-from .tiny_lm import build_tiny_lm
+from .helpers import REPO
+from .support.tiny_lm import build_tiny_lm
 
 PAIRS = [
     ("The cat", "The cat sat on the mat."),

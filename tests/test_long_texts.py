@@ -14,7 +14,7 @@ import pytest
 import movers
 from movers.core import parallel
 
-from .conftest import REPO, data_path
+from .helpers import REPO, data_path
 
 PREDS = ["The cat sat on the mat while the dog slept by the door.", "A quick brown fox jumps over the lazy dog.",
          "He went to the store to buy milk and bread.", "Stocks fell sharply on Monday as rates rose.",

@@ -15,7 +15,7 @@ from movers import moverscore
 from movers.metrics.moverscore import PRESETS
 from movers.core.signature import library_versions
 
-from .conftest import ATOL_IDENTICAL, ATOL_MODEL, groups, reference_records
+from .helpers import ATOL_IDENTICAL, ATOL_MODEL, groups, reference_records
 
 REFS = ["A cat was sitting on the mat.", "The fast brown fox leaped over a lazy dog.",
         "She stayed at home and read a book."]

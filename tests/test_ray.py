@@ -4,7 +4,7 @@ corpus score, signature and per-row scores equal one movers call on the whole da
 is restarted by Ray and nothing is lost or counted twice; the command line scores a folder of JSONL files on
 that cluster (ΔBLEU with rated references: its check on Ray).
 
-Inputs: real texts of tests/reference/ (tests/conftest.py's split_pairs: DailyDialog segments with ragged rated
+Inputs: real texts of tests/reference/ (tests/helpers.py's split_pairs: DailyDialog segments with ragged rated
 references). Expected values: one-process calls (each metric's parity with its original is tested elsewhere).
 Each Ray call starts one scoring actor (`concurrency=1`); actor start-ups are what these tests cost."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, regrouped, split_pairs
+from .helpers import REPO, regrouped, split_pairs
 
 SKIP = "Ray Data is the optional extra movers[ray] (pip install 'movers[ray]')"
 ray = pytest.importorskip("ray", reason=SKIP)

@@ -28,7 +28,7 @@ import torch
 
 import movers
 from movers.core.validation import MAX_TEXT_CHARS
-from movers.integrations.hub.loading import loading as hub
+from movers.integrations.hub import loading as hub
 
 from .test_cli import _PATH, one_line_error, run
 

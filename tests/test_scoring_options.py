@@ -16,7 +16,7 @@ import pytest
 import movers
 from movers.pipeline.call import bundled_baselines
 
-from .conftest import data_path
+from .helpers import data_path
 
 PREDS = ["The cat sat on the mat.", "  ", "It is raining today.", ""]
 REFS = ["A cat was sitting on the mat.", "The dog barked.", "It rains today.", "He went home."]

@@ -3,7 +3,7 @@ passing only its own unequal shard of real texts (tests/reference/), return the 
 one call on the union (rank order) and the scores of their own segments; a failing rank fails the call on
 every rank with its reason; a rank that never arrives is named when the timeout runs out; `movers score
 --shard` under torchrun reads only each rank's lines and prints the union's result. One torchrun run serves
-the library's cases (tests/sharded_worker.py), one the command line's.
+the library's cases (tests/support/sharded_worker.py), one the command line's.
 
 Expected values: one-process calls on the union (each metric's parity with its original is tested elsewhere),
 and ``math.fsum`` for the exact sums that make ΔBLEU the same bits however a call is split."""
@@ -19,9 +19,9 @@ import sys
 
 import pytest
 
-from .conftest import REPO, regrouped, split_pairs
+from .helpers import REPO, regrouped, split_pairs
 
-WORKER = REPO / "tests" / "sharded_worker.py"
+WORKER = REPO / "tests" / "support" / "sharded_worker.py"
 
 
 def _torchrun(*args: str, cwd, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -37,7 +37,7 @@ def _torchrun(*args: str, cwd, timeout: int = 300) -> subprocess.CompletedProces
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
-    """What each of the two ranks of one torchrun run of tests/sharded_worker.py returned or raised."""
+    """What each of the two ranks of one torchrun run of tests/support/sharded_worker.py returned or raised."""
     tmp = tmp_path_factory.mktemp("sharded")
     run = _torchrun(str(WORKER), str(tmp / "out.json"), cwd=tmp)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -46,8 +46,7 @@ def ranks(tmp_path_factory):
 
 @pytest.mark.slow
 def test_two_ranks_with_their_own_unequal_shards_equal_one_call(ranks, one_call):
-    sys.path.insert(0, str(REPO / "tests"))
-    from sharded_worker import CONFIGS, SPLIT
+    from .support.sharded_worker import CONFIGS, SPLIT
 
     for slug, options in CONFIGS:
         key = slug + "".join(f"|{k}" for k in options)

@@ -24,7 +24,7 @@ from sacrebleu.metrics.bleu import BLEU
 import movers
 from movers.core import significance as sig
 
-from .conftest import dialogue_systems, regrouped
+from .helpers import dialogue_systems, regrouped
 from .test_cli import one_line_error, run
 
 SYSTEMS = ("hredf", "CVAEf", "dualencoder_train")

@@ -33,7 +33,7 @@ from shared.bench.site import (
     site_map,
 )
 
-from .conftest import REPO
+from .helpers import REPO
 from .test_cli import _PATH
 
 pytest.importorskip("mkdocs", reason="the docs extra (part of the test extra) builds the site")

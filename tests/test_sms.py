@@ -15,7 +15,7 @@ from movers.text.sentences import kept_words, split_sentences, tokenize_words
 from movers.core.signature import library_versions
 from movers.text.static_vectors import StaticVectors, load_static_vectors
 
-from .conftest import reference_records
+from .helpers import reference_records
 
 
 # ------------------------------------------------------------------ toy vectors: EMDs solvable by hand

@@ -29,7 +29,7 @@ from movers import __version__ as _version
 from movers.integrations import TORCH_VERSION
 from movers.integrations.spaces.build import GRADIO_VERSION, build
 
-from .conftest import venv_with_our_dependencies as _venv_with_our_dependencies
+from .helpers import venv_with_our_dependencies as _venv_with_our_dependencies
 
 REPO = Path(__file__).resolve().parents[1]
 SLUGS = ["moverscore", "sms", "s_wms", "twmd", "lazy_emd", "delta_bleu"]

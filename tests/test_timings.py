@@ -17,7 +17,7 @@ import pytest
 from shared.bench import harness, lengths, ray, scale, speed, systems
 from shared.bench.harness import inline
 
-from .conftest import REPO, data_path, real_pairs, reference_records
+from .helpers import REPO, data_path, real_pairs, reference_records
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """movers.torchmetrics: one torchmetrics.Metric per metric, equal to one ``movers.<metric>`` call, and exact
-under DDP in a real ``lightning.Trainer.validate`` on 1 and 2 CPU processes (gloo; tests/lightning_worker.py).
+under DDP in a real ``lightning.Trainer.validate`` on 1 and 2 CPU processes (gloo; tests/support/lightning_worker.py).
 
 Expected values are one ``movers.<metric>`` call on the same texts in dataset order (each metric's own tests
 check that call against its original implementation); two ranks reproduce it to float32 rounding (1e-6).
@@ -17,7 +17,7 @@ import torch
 import movers
 from movers.core.result import REGROUPING_ATOL
 
-from .conftest import REFERENCE, REPO, regrouped
+from .helpers import REFERENCE, REPO, regrouped
 
 mtm = pytest.importorskip("movers.torchmetrics", reason="torchmetrics is not installed (pip install 'movers[lightning]')")
 
@@ -155,7 +155,7 @@ def test_lightning_validate_on_one_and_two_processes_equals_one_call(tmp_path):
     for devices in (1, 2):
         out = tmp_path / f"devices{devices}"
         out.mkdir()
-        proc = subprocess.run([sys.executable, str(REPO / "tests" / "lightning_worker.py"), str(devices), str(data),
+        proc = subprocess.run([sys.executable, str(REPO / "tests" / "support" / "lightning_worker.py"), str(devices), str(data),
                                str(n), str(out)], env=env, cwd=out, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-4000:]
         runs[devices] = [json.loads((out / f"rank{r}.json").read_text()) for r in range(devices)]

@@ -13,7 +13,7 @@ import pytest
 
 import movers
 
-from .conftest import REPO
+from .helpers import REPO
 
 PAIRS = [
     ("the cat sat on the mat .", "a cat was sitting on the mat."),

@@ -16,7 +16,7 @@ from movers import TwmdCentering, twmd
 from movers.core.transport import tempered_plans
 from movers.metrics.twmd import DEFAULT_TEMPERATURES, MODES, default_layer
 
-from .conftest import REPO, groups, reference_records, regrouped
+from .helpers import REPO, groups, reference_records, regrouped
 
 ATOL_PARITY = 1e-5  # per-segment |Δ| vs the original on precision, recall and F
 

@@ -4,7 +4,7 @@ command line and its libraries once.
 A ``python -m movers ...`` process spends most of its time importing torch, transformers and movers (about 7 CPU
 seconds for a two-line ``movers score``, most of it before the first text is read). The command-line tests run
 dozens of commands, so they share that start: a multiprocessing fork server imports those libraries once
-(:mod:`tests.cli_preload`, nothing computed, so no thread pool is forked), and each command is a fresh process
+(:mod:`tests.support.cli_preload`, nothing computed, so no thread pool is forked), and each command is a fresh process
 forked from it that sets its own environment, working folder and thread count, reads its stdin and writes its
 stdout and stderr through real file descriptors, runs ``movers.cli.main`` (what the ``movers`` console script and
 ``python -m movers`` run) and exits with its status. Its files, environment and memory are its own, as a
@@ -37,7 +37,7 @@ def _context() -> multiprocessing.context.ForkServerContext:
     global _CONTEXT
     if _CONTEXT is None:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["tests.cli_preload"])
+        context.set_forkserver_preload(["tests.support.cli_preload"])
         _SERVER_ENV.update(os.environ)
         _CONTEXT = context
     return _CONTEXT

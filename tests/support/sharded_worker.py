@@ -20,13 +20,13 @@ CONFIGS = [  # every metric, every call-level statistic; the same as tests/test_
     ("s_wms", {}),
     ("delta_bleu", {"reference_weights": "weights"}),  # the rated references' weights
 ]
-N = 20          # segments of the union (tests/conftest.py's split_pairs)
+N = 20          # segments of the union (tests/helpers.py's split_pairs)
 SPLIT = 8       # rank 0 holds 8, rank 1 the other 12
 
 
 def pairs() -> tuple[list[str], list[list[str]], list[list[float]]]:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from tests.conftest import split_pairs
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    from tests.helpers import split_pairs
 
     return split_pairs()
 

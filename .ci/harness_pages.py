@@ -1,9 +1,9 @@
 """The harness pages' commands, run in an environment that has only movers and one harness extra: .ci/run
 installs ``movers[lm-eval]`` (then ``movers[inspect]``) alone into a fresh virtual environment and runs
 
-    python tests/harness_pages.py lm-eval     # or: inspect
+    python .ci/harness_pages.py lm-eval     # or: inspect
 
-which builds the tiny local language model (tests/tiny_lm.py), runs the ``bash`` commands of that harness's
+which builds the tiny local language model (tests/support/tiny_lm.py), runs the ``bash`` commands of that harness's
 section of docs/harnesses.md with it in a temporary folder, and checks their results against one
 ``movers.<slug>`` call on the generations the harness logged. Exit status 0 when they agree."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 from tiny_lm import build_tiny_lm  # noqa: E402
 
 PAIRS = [("The cat", "The cat sat on the mat."), ("A dog", "A dog barked at the postman."),

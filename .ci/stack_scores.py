@@ -1,8 +1,8 @@
 """Scores of two dependency stacks compared: .ci/run scores the committed fixture pairs with every metric under
 the newest stack and under the lowest declared versions (tests/constraints-lowest.txt), each with
-tests/distributed_worker.py in one process, then runs
+tests/support/distributed_worker.py in one process, then runs
 
-    python tests/stack_scores.py NEWEST.json LOWEST.json
+    python .ci/stack_scores.py NEWEST.json LOWEST.json
 
 which fails unless every corpus score and every segment score agree to ``movers.REGROUPING_ATOL`` (1e-5) and the
 signatures name the same settings (their version fields differ by design)."""

@@ -1,4 +1,4 @@
-"""What the command-line tests' fork server imports once (tests/cli_process.py): the command line and the
+"""What the command-line tests' fork server imports once (tests/support/cli_process.py): the command line and the
 libraries a ``movers`` command imports, nothing computed (no thread pool, no model weights)."""
 import importlib
 

@@ -1,6 +1,6 @@
 """A real ``lightning.Trainer.validate`` with the six movers.torchmetrics metrics (tests/test_torchmetrics.py).
 
-    python tests/lightning_worker.py DEVICES DATA.jsonl N OUT_DIR
+    python tests/support/lightning_worker.py DEVICES DATA.jsonl N OUT_DIR
 
 A tiny seq2seq model, built locally (BART, 1+1 layers, the bundled MiniLM's vocabulary, seeded), samples a
 prediction per source text in ``validation_step`` (seeded by the example's index); the metrics are updated with the dataset indices and
