@@ -68,6 +68,37 @@ def test_two_ranks_with_their_own_unequal_shards_equal_one_call(ranks, one_call)
 
 
 @pytest.mark.slow
+def test_ranks_that_make_different_calls_fail_alike_with_the_option_and_each_ranks_value(ranks, one_call):
+    """Before the first collective of a call the ranks compare what they call: another option value, another
+    metric or another kind of inputs makes the call fail on both ranks with one error naming the option and each
+    rank's value (before, ΔBLEU with lowercase on one rank returned a score on both, per-call IDF on one rank or
+    centring by corpus on one and by batch on the other waited forever), and the group stays usable."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from sharded_worker import DISAGREE
+
+    said = {
+        "lowercase": "`lowercase` is True on rank 0 and False (the default) on rank 1",
+        "metric": "call different metrics: `metric` is moverscore on rank 0 and lazy_emd on rank 1",
+        "idf": "`idf` is True on rank 0 and False on rank 1",
+        "centering": "`centering` is 'corpus' on rank 0 and 'batch' on rank 1",
+        "max_ngram_order": "`max_ngram_order` is 2 on rank 0 and 4 (the default) on rank 1",
+        "reference_weights": "`reference_weights` is given on rank 0 and not given on rank 1",
+        "whole_inputs": "pass different `inputs`",
+        "whole_idf": "`idf` is True on rank 0 and False (the default) on rank 1",
+    }
+    assert set(said) == set(DISAGREE)
+    for name, text in said.items():
+        errors = [got[f"disagree|{name}"] for got in ranks]
+        assert errors[0] == errors[1], name  # one error, the same on both ranks
+        assert errors[0].startswith("RanksDisagree: distributed_scoring: the ranks "), errors[0]
+        assert text in errors[0], (name, errors[0])
+    preds, refs, _ = split_pairs()
+    import movers
+
+    assert [got["after"] for got in ranks] == [movers.delta_bleu(preds, refs).score] * 2
+
+
+@pytest.mark.slow
 def test_a_failing_rank_fails_the_call_on_every_rank_with_its_reason(ranks):
     errors = [got["fail"] for got in ranks]
     assert errors[1].startswith("TypeError: moverscore: `predictions[2]`"), errors[1]  # its own error
