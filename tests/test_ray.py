@@ -167,11 +167,12 @@ def test_command_scores_a_folder_of_jsonl_files_on_the_cluster(cluster, one_call
             json.dumps({"hyp": preds[i], "refs": refs[i], "w": weights[i], "i": i}) + "\n" for i in range(a, b)),
             encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "movers", "score", "--ray", str(data), "-m", "delta_bleu", "--prediction-column",
+    cmd = [sys.executable, "-m", "movers", "score", "--ray", "pairs", "-m", "delta_bleu", "--prediction-column",
            "hyp", "--reference-column", "refs", "--weights-column", "w", "--index-column", "i",
-           "--address", cluster, "--output", str(tmp_path / "scored"), "-f", "json"]
+           "--address", cluster, "--output", "scored", "-f", "json"]  # paths relative to the command's folder
     run = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stderr == ""  # a healthy run: no line of Ray's (its INFO lines and notes show with --ray-logs)
     printed = json.loads(run.stdout)["delta_bleu"]
     want = one_call("delta_bleu", reference_weights="weights")
     assert printed == {"score": want.score, "signature": str(want.signature)}  # exact sums: the same bits

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -130,8 +131,8 @@ def test_command_line_shard_reads_only_its_lines_and_prints_the_union(tmp_path, 
 
 
 def test_command_line_shard_refuses_a_rank_without_lines(tmp_path):
-    from movers.cli.ray import read_shard
-    from movers.cli.score import UsageError
+    from movers.cli.common import UsageError
+    from movers.cli.shard import read_shard
 
     path = tmp_path / "hyps.txt"
     path.write_text("a\nb\nc\n", encoding="utf-8")
@@ -154,3 +155,25 @@ def test_exact_sums_of_any_parts_in_any_order_are_the_bits_of_fsum():
     assert float(sum(parts, ExactSum())) == math.fsum(values)
     assert float(sum(values)) != math.fsum(values)  # plain float sums of these values depend on the order
     assert math.isnan(float(ExactSum.of([1.0, math.inf]) + ExactSum.of([-math.inf])))
+
+
+@pytest.mark.parametrize("case,said", [
+    ("utf8", r"hypothesis file 'hyps\.txt' is not UTF-8 text: line 3 has invalid start byte .*"),
+    ("empty", r"hypothesis file 'hyps\.txt' is empty; expected one text per line\."),
+    ("unequal", r"files must have the same number of lines, got hyps\.txt: 4, refs\.txt: 3\."),
+    ("missing", r"hypothesis file 'nope\.txt' does not exist \(--shard reads files, not standard input\)\."),
+])
+def test_command_line_shard_file_problems_are_one_line(tmp_path, case, said):
+    """Each rank sees the same files and refuses alike before any collective, with one line naming the file (one
+    rank here, as under torchrun's first check). Before, bytes that are not UTF-8 ended in a traceback, and
+    files of unequal lengths could pass on one rank and not on another."""
+    from .test_cli import one_line_error, run
+
+    hyps = "the cat sat .\na dog .\nhello there .\nyes .\n"
+    (tmp_path / "hyps.txt").write_bytes({"utf8": b"ok .\nfine .\nbad \xff .\nyes .\n", "empty": b""}.get(
+        case, hyps.encode()))
+    (tmp_path / "refs.txt").write_text(hyps if case != "unequal" else "a\nb\nc\n", encoding="utf-8")
+    hyp = "nope.txt" if case == "missing" else "hyps.txt"
+    proc = run("score", "--shard", "-m", "delta_bleu", "-r", "refs.txt", "-c", hyp, cwd=tmp_path)
+    line = one_line_error(proc)
+    assert re.fullmatch(r"movers score: error: " + said, line), line
