@@ -23,12 +23,15 @@ __all__ = [
     "check_reference_weights",
     "check_text",
     "check_texts",
+    "check_list",
+    "short_repr",
     "MAX_TEXT_CHARS",
     "max_text_chars",
 ]
 
 
-def _describe(value: Any) -> str:
+def short_repr(value: Any) -> str:
+    """`value` as ``repr`` shows it, cut to 60 characters (for messages that quote a bad value)."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -43,7 +46,7 @@ def check_texts(metric: str, arg: str, texts: Any) -> list[str]:
     return _check_texts(metric, arg, texts, allow_empty_text=True)
 
 
-def _check_list(metric: str, arg: str, value: Any, expected: str) -> list:
+def check_list(metric: str, arg: str, value: Any, expected: str) -> list:
     """`value` as a list when it is an ordered collection (list, tuple, numpy array, ...).
 
     Rejected with a TypeError: None, a single str/bytes (iterating it would give characters), a mapping
@@ -52,10 +55,10 @@ def _check_list(metric: str, arg: str, value: Any, expected: str) -> list:
     if value is None:  # "NoneType None" at a position, as for any other wrong element type
         raise TypeError(f"{metric}: `{arg}` must be {expected}, got {'NoneType None' if '[' in arg else 'None'}.")
     if isinstance(value, str):
-        raise TypeError(f"{metric}: `{arg}` must be {expected}, got a single str {_describe(value)}; "
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got a single str {short_repr(value)}; "
                         f"wrap it in a list.")
     if isinstance(value, (bytes, bytearray)):
-        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {type(value).__name__} {_describe(value)}; "
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {type(value).__name__} {short_repr(value)}; "
                         f"decode it to str.")
     if isinstance(value, Mapping):
         raise TypeError(f"{metric}: `{arg}` must be {expected}, got a {type(value).__name__} (its keys would be "
@@ -64,7 +67,7 @@ def _check_list(metric: str, arg: str, value: Any, expected: str) -> list:
         raise TypeError(f"{metric}: `{arg}` must be {expected}, got an unordered {type(value).__name__}; "
                         f"pass a list so that positions line up.")
     if getattr(value, "ndim", 1) == 0 or not hasattr(value, "__iter__"):
-        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {type(value).__name__} {_describe(value)}.")
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {type(value).__name__} {short_repr(value)}.")
     return list(value)
 
 
@@ -114,14 +117,14 @@ def _check_strings(metric: str, arg: str, items: Sequence[Any], *, allow_empty_t
     name ``arg[j]``."""
     for j, item in enumerate(items):
         if not isinstance(item, str):
-            raise TypeError(f"{metric}: `{arg}[{j}]` must be a string, got {type(item).__name__} {_describe(item)}.")
+            raise TypeError(f"{metric}: `{arg}[{j}]` must be a string, got {type(item).__name__} {short_repr(item)}.")
         check_text(metric, f"{arg}[{j}]", item)
         if not allow_empty_text and not item.strip():
-            raise ValueError(f"{metric}: `{arg}[{j}]` must be a non-empty {noun}, got {_describe(item)}{why}.")
+            raise ValueError(f"{metric}: `{arg}[{j}]` must be a non-empty {noun}, got {short_repr(item)}{why}.")
 
 
 def _check_texts(metric: str, arg: str, texts: Any, *, allow_empty_text: bool) -> list[str]:
-    texts = _check_list(metric, arg, texts, "a list of strings")
+    texts = check_list(metric, arg, texts, "a list of strings")
     if not texts:
         raise ValueError(f"{metric}: `{arg}` must be a non-empty list of strings, got an empty list.")
     _check_strings(metric, arg, texts, allow_empty_text=allow_empty_text,
@@ -135,7 +138,7 @@ def normalise_references(metric: str, references: Any, n: int, *, allow_empty_te
 
     A flat list of strings means one reference per prediction (evaluate's convention).
     """
-    references = _check_list(metric, arg, references, "a list of strings or of lists of strings")
+    references = check_list(metric, arg, references, "a list of strings or of lists of strings")
     if len(references) != n:
         raise ValueError(f"{metric}: `predictions` and `{arg}` must have the same length, "
                          f"got {n} and {len(references)}.")
@@ -143,7 +146,7 @@ def normalise_references(metric: str, references: Any, n: int, *, allow_empty_te
     for i, refs in enumerate(references):
         if isinstance(refs, str):
             refs = [refs]
-        refs = _check_list(metric, f"{arg}[{i}]", refs, "a string or a list of strings")
+        refs = check_list(metric, f"{arg}[{i}]", refs, "a string or a list of strings")
         if not refs:
             raise ValueError(f"{metric}: `{arg}[{i}]` must hold at least one reference, got an empty list.")
         _check_strings(metric, f"{arg}[{i}]", refs, allow_empty_text=allow_empty_text)
@@ -175,14 +178,14 @@ def check_documents(metric: str, predictions: Any, references: Any, *, allow_emp
     `allow_empty_predictions` (default: `allow_empty_text`) lets blank predictions pass alone.
     """
     allow_preds = allow_empty_text if allow_empty_predictions is None else allow_empty_predictions
-    preds = _check_list(metric, "predictions", predictions, "a list of strings")
+    preds = check_list(metric, "predictions", predictions, "a list of strings")
     if not preds or not isinstance(preds[0], (list, tuple)):
         preds = check_predictions(metric, preds, allow_empty_text=allow_preds)
         return preds, normalise_references(metric, references, len(preds), allow_empty_text=allow_empty_text), False
     # a blank prediction (every sentence blank) may pass; a blank sentence in a document never does
     docs = [_check_sentences(metric, f"predictions[{i}]", p, allow_preds and _blank_document(p))
             for i, p in enumerate(preds)]
-    references = _check_list(metric, "references", references, "a list with one entry per prediction")
+    references = check_list(metric, "references", references, "a list with one entry per prediction")
     if len(references) != len(docs):
         raise ValueError(f"{metric}: `predictions` and `references` must have the same length, "
                          f"got {len(docs)} and {len(references)}.")
@@ -192,7 +195,7 @@ def check_documents(metric: str, predictions: Any, references: Any, *, allow_emp
         if isinstance(group, str) or not isinstance(group, (list, tuple)):
             raise TypeError(f"{metric}: `{arg}` must be a list of sentences (pre-segmented predictions need "
                             f"pre-segmented references) or a list of such lists, got {type(group).__name__} "
-                            f"{_describe(group)}.")
+                            f"{short_repr(group)}.")
         if not group:
             raise ValueError(f"{metric}: `{arg}` must hold at least one reference, got an empty list.")
         if all(isinstance(x, str) for x in group):
@@ -209,7 +212,7 @@ def _blank_document(doc: Any) -> bool:
 def _check_sentences(metric: str, arg: str, doc: Any, allow_empty_text: bool) -> tuple[str, ...]:
     if isinstance(doc, str) or not isinstance(doc, (list, tuple)):
         raise TypeError(f"{metric}: `{arg}` must be a list of sentence strings (pre-segmented input), got "
-                        f"{type(doc).__name__} {_describe(doc)}.")
+                        f"{type(doc).__name__} {short_repr(doc)}.")
     if not doc:
         raise ValueError(f"{metric}: `{arg}` must hold at least one sentence, got an empty list.")
     _check_strings(metric, arg, doc, allow_empty_text=allow_empty_text, noun="sentence")
@@ -221,7 +224,7 @@ def check_reference_weights(metric: str, weights: Any, refs: list[list[str]]) ->
     :func:`normalise_references`), each in [-1, 1] with one > 0 per segment; all 1.0 when None."""
     if weights is None:
         return [[1.0] * len(r) for r in refs]
-    weights = _check_list(metric, "reference_weights", weights,
+    weights = check_list(metric, "reference_weights", weights,
                           "a list of lists of numbers (the shape of `references`) or None")
     if len(weights) != len(refs):
         raise ValueError(f"{metric}: `predictions` and `reference_weights` must have the same length, "
@@ -230,14 +233,14 @@ def check_reference_weights(metric: str, weights: Any, refs: list[list[str]]) ->
     for i, (row, seg_refs) in enumerate(zip(weights, refs, strict=False)):
         if _is_number(row):
             row = [row]
-        row = _check_list(metric, f"reference_weights[{i}]", row, "a list of numbers")
+        row = check_list(metric, f"reference_weights[{i}]", row, "a list of numbers")
         if len(row) != len(seg_refs):
             raise ValueError(f"{metric}: `reference_weights[{i}]` must hold one weight per reference of segment "
                              f"{i} ({len(seg_refs)}), got {len(row)}.")
         for j, w in enumerate(row):
             if not _is_number(w):
                 raise TypeError(f"{metric}: `reference_weights[{i}][{j}]` must be a number in [-1, 1], "
-                                f"got {type(w).__name__} {_describe(w)}.")
+                                f"got {type(w).__name__} {short_repr(w)}.")
             if not (-1.0 <= float(w) <= 1.0):  # also catches NaN
                 raise ValueError(f"{metric}: `reference_weights[{i}][{j}]` must be a number in [-1, 1], got {w}.")
         row = [float(w) for w in row]
@@ -255,7 +258,7 @@ def _is_number(x: Any) -> bool:
 def check_choice(metric: str, arg: str, value: Any, choices: Sequence[Any]) -> Any:
     """Raise unless `value` is one of `choices`; the message lists them."""
     if value not in choices:
-        raise ValueError(f"{metric}: `{arg}` must be one of {list(choices)}, got {_describe(value)}.")
+        raise ValueError(f"{metric}: `{arg}` must be one of {list(choices)}, got {short_repr(value)}.")
     return value
 
 
@@ -264,7 +267,7 @@ def check_number(metric: str, arg: str, value: Any, *, low: float | None = None,
     """Raise unless `value` is a finite real (optionally an int) within [low, high] (or (low, high])."""
     kind = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
-        raise TypeError(f"{metric}: `{arg}` must be {kind}, got {type(value).__name__} {_describe(value)}.")
+        raise TypeError(f"{metric}: `{arg}` must be {kind}, got {type(value).__name__} {short_repr(value)}.")
     if not math.isfinite(value):
         raise ValueError(f"{metric}: `{arg}` must be finite, got {value}.")
     if low is not None and (value <= low if low_open else value < low):
