@@ -31,7 +31,7 @@ import contextvars
 import datetime
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from typing import Any, TypeVar
 
 import torch
@@ -163,7 +163,7 @@ def describe_call(spec: Any, options: dict[str, Any], inputs: tuple[Any, Any, An
     predictions, references, extra = inputs if inputs is not None else (None, None, None)
     extra = extra or {}
     if whole:
-        n = len(predictions) if hasattr(predictions, "__len__") else "?"
+        n = len(predictions) if isinstance(predictions, Sized) else "?"
         out["inputs"] = f"{n} segments, digest " + _digest((predictions, references,
                                                            sorted(extra.items(), key=lambda kv: str(kv[0]))))
     else:
