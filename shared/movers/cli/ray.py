@@ -198,8 +198,8 @@ def run_ray(args: argparse.Namespace, slugs: list[str], options: dict[str, dict[
     path = Path(args.ray)
     if not path.exists():
         raise UsageError(f"--ray {args.ray!r} does not exist.")
-    path = path.resolve()  # read by Ray's workers, whose working folder is not this one
     reader, files = data_files(path)
+    files = [f.resolve() for f in files]  # read by Ray's workers, whose working folder is not this one
     from ..integrations.ray import checked_call, local_cluster, score  # imports no Ray yet
 
     calls = {}
