@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import metrics as registry
+from ..core.validation import short_repr
 from .common import UsageError, decoded, render
 
 __all__ = ["run_ray", "data_files"]
@@ -95,8 +96,8 @@ def _strings(value: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
-    text = "null" if value is None else repr(value)
-    return text if len(text) <= 50 else text[:47] + "..."
+    """A JSON row's value as the messages quote it (null for None)."""
+    return "null" if value is None else short_repr(value)
 
 
 def _jsonl(path: Path, rows: _Rows) -> None:

@@ -58,6 +58,7 @@ from ..core.exact import ExactSum, column_sum
 from ..core.scope import use_scope
 from ..core.signature import Signature
 from ..core.spec import MetricSpec
+from ..core.validation import short_repr
 from ..pipeline.call import checked_options, make_options
 from ..pipeline.call import score as score_call
 from ..pipeline.embedding import EmbeddingMetric
@@ -172,8 +173,8 @@ class _Columns:
         """Row `i` of `table` as the user knows it: by its `index` value, else by the values of its first other
         columns."""
         if self.index is not None and column != self.index:
-            return f"the row with {self.index}={_shown(table.column(self.index)[i].as_py())}"
-        shown = [f"{name}={_shown(table.column(name)[i].as_py())}" for name in table.column_names
+            return f"the row with {self.index}={short_repr(table.column(self.index)[i].as_py())}"
+        shown = [f"{name}={short_repr(table.column(name)[i].as_py())}" for name in table.column_names
                  if name != column][:2]
         return "the row " + (", ".join(shown) if shown else f"{i} of a block")
 
@@ -187,13 +188,13 @@ class _Columns:
             what = "a string (or a list of sentences)" if spec.documents else "a string"
             raise TypeError(f"{WHO}: column {self.prediction!r} (the predictions) must hold {what} in every row; "
                             f"{self.row(table, prediction, self.prediction)} holds "
-                            f"{_shown(table.column(self.prediction)[prediction].as_py())}.")
+                            f"{short_repr(table.column(self.prediction)[prediction].as_py())}.")
         for name in self.references:
             bad = self._bad(table, name, _is_text(True), nulls=True)
             if bad is not None:
                 raise TypeError(f"{WHO}: reference column {name!r} must hold a string or a list of strings in "
                                 f"every row (None: no reference there); {self.row(table, bad, name)} holds "
-                                f"{_shown(table.column(name)[bad].as_py())}.")
+                                f"{short_repr(table.column(name)[bad].as_py())}.")
         for i, refs in enumerate(_grouped([table.column(c).to_pylist() for c in self.references])):
             if not refs:
                 columns = ", ".join(repr(c) for c in self.references)
@@ -205,7 +206,7 @@ class _Columns:
             if bad is not None:
                 raise TypeError(f"{WHO}: the `index` column {self.index!r} must hold each row's position (an int "
                                 f"0, 1, ...) in every row; {self.row(table, bad, self.index)} holds "
-                                f"{_shown(table.column(self.index)[bad].as_py())}.")
+                                f"{short_repr(table.column(self.index)[bad].as_py())}.")
 
     @staticmethod
     def _bad(table: pa.Table, name: str, good: Any, arrow: Any = None, *, nulls: bool = False) -> int | None:
@@ -234,11 +235,6 @@ def _is_text(lists: bool) -> Any:
         return isinstance(value, str) or (lists and isinstance(value, (list, tuple)) and
                                           all(isinstance(v, str) for v in value))
     return good
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _grouped(columns: list[list[Any]]) -> list[list[Any]]:

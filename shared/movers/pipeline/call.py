@@ -38,7 +38,7 @@ from ..core.result import Scores
 from ..core.scope import Scope, current_scope
 from ..core.signature import Signature, format_float, nrefs_label
 from ..core.spec import Inputs, MetricSpec
-from ..core.validation import _check_list
+from ..core.validation import check_list
 from .passes import check_split
 
 __all__ = ["MetricFunction", "score", "make_options", "checked_options", "settings_of", "EMPTY_CHOICES",
@@ -184,7 +184,7 @@ def _score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str,
     verbose = bool(getattr(o, "verbose", False))
     with progress.call_progress(name, _pair_count(spec, name, predictions, references, o) if verbose else None,
                                 verbose):
-        _check_list(name, "predictions", predictions, "a list of strings")
+        check_list(name, "predictions", predictions, "a list of strings")
         worst = getattr(o, "empty_predictions", None) == "worst"
         inputs = spec.inputs(name, predictions, references, extra or {}, allow_empty_predictions=worst)
         o = _checked(name, spec, o)
