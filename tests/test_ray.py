@@ -1,19 +1,25 @@
-"""movers.integrations.ray on a local Ray cluster started here (one for the session, 2 CPUs): every metric's
-corpus score, signature and per-row scores equal one movers call on the whole data set (to REGROUPING_ATOL;
-ΔBLEU the same bits), on blocks of unequal sizes that come in shuffled order; a scoring actor killed mid-run
-is restarted by Ray and nothing is lost or counted twice; the command line scores a folder of JSONL files on
-that cluster (ΔBLEU with rated references: its check on Ray).
+"""movers.integrations.ray on a local Ray cluster started here (one for the session, 2 CPUs, with
+movers.integrations.ray.local_cluster): every metric's corpus score, signature and per-row scores equal one movers
+call on the whole data set (to REGROUPING_ATOL; ΔBLEU the same bits), on blocks of unequal sizes that come in
+shuffled order; a scoring actor killed mid-run is restarted by Ray and nothing is lost or counted twice; the
+command line scores a folder of JSONL files on that cluster (ΔBLEU with rated references: its check on Ray)
+and prints nothing on stderr. Misuse gets movers' own errors: arguments before any task, a bad row named by its
+index value or its other columns, resources the cluster cannot grant refused or the pool made smaller within
+seconds; writing the rows gives the corpus score in the same execution; a cluster that movers starts makes no
+network request outside the loopback.
 
 Inputs: real texts of tests/reference/ (tests/helpers.py's split_pairs: DailyDialog segments with ragged rated
 references). Expected values: one-process calls (each metric's parity with its original is tested elsewhere).
 Each Ray call starts one scoring actor (`concurrency=1`); actor start-ups are what these tests cost."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -23,8 +29,8 @@ import pytest
 from .helpers import REPO, regrouped, split_pairs
 
 SKIP = "Ray Data is the optional extra movers[ray] (pip install 'movers[ray]')"
-ray = pytest.importorskip("ray", reason=SKIP)
-ray_data = pytest.importorskip("ray.data", reason=SKIP)
+if importlib.util.find_spec("ray") is None:  # not imported here: local_cluster imports it (Ray reads where a local
+    pytest.skip(SKIP, allow_module_level=True)  # cluster listens when it is imported)
 
 N = 20
 BLOCKS = [(13, 20), (0, 3), (3, 13)]  # unequal blocks, not in input order
@@ -42,12 +48,20 @@ CONFIGS = [  # every metric and every call-level statistic: MoverScore (per-call
 
 @pytest.fixture(scope="session")
 def cluster():
-    """One local Ray cluster for every Ray test (2 CPUs, no dashboard, no usage reporting)."""
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    ray_data.DataContext.get_current().enable_progress_bars = False
+    """One local Ray cluster for every Ray test (2 CPUs; on the loopback, no dashboard, no usage reporting)."""
+    from movers.integrations.ray import local_cluster
+
+    local_cluster(num_cpus=2)
+    import ray
+
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
+
+
+def ray_data():
+    import ray.data
+
+    return ray.data
 
 
 def _dataset():
@@ -55,7 +69,7 @@ def _dataset():
 
     preds, refs, weights = split_pairs()
     frame = pd.DataFrame({"prediction": preds, "reference": refs, "weights": weights, "position": range(N)})
-    return ray_data.from_pandas([frame.iloc[a:b] for a, b in BLOCKS])
+    return ray_data().from_pandas([frame.iloc[a:b] for a, b in BLOCKS])
 
 
 def _in_order(rows: list[dict]) -> list[dict]:
@@ -114,7 +128,7 @@ def test_a_data_set_read_as_one_block_is_spread_over_the_pool(cluster, one_call)
     from movers.integrations.ray import score
 
     preds, refs, weights = split_pairs()
-    one_block = ray_data.from_pandas(pd.DataFrame({"prediction": preds, "reference": refs, "weights": weights}))
+    one_block = ray_data().from_pandas(pd.DataFrame({"prediction": preds, "reference": refs, "weights": weights}))
     assert one_block.materialize().num_blocks() == 1
     out = score(one_block, "delta_bleu", block_size=4, concurrency=2, num_cpus=0.5,
                 reference_weights="weights").materialize()
@@ -153,11 +167,12 @@ def test_command_scores_a_folder_of_jsonl_files_on_the_cluster(cluster, one_call
             json.dumps({"hyp": preds[i], "refs": refs[i], "w": weights[i], "i": i}) + "\n" for i in range(a, b)),
             encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "movers", "score", "--ray", str(data), "-m", "delta_bleu", "--prediction-column",
+    cmd = [sys.executable, "-m", "movers", "score", "--ray", "pairs", "-m", "delta_bleu", "--prediction-column",
            "hyp", "--reference-column", "refs", "--weights-column", "w", "--index-column", "i",
-           "--address", cluster, "--output", str(tmp_path / "scored"), "-f", "json"]
+           "--address", cluster, "--output", "scored", "-f", "json"]  # paths relative to the command's folder
     run = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stderr == ""  # a healthy run: no line of Ray's (its INFO lines and notes show with --ray-logs)
     printed = json.loads(run.stdout)["delta_bleu"]
     want = one_call("delta_bleu", reference_weights="weights")
     assert printed == {"score": want.score, "signature": str(want.signature)}  # exact sums: the same bits
@@ -184,3 +199,219 @@ def test_ray_equals_one_call(cluster, one_call, metric, options):
     assert got.signature == want.signature and "nrefs:var" in str(got.signature)
     assert got.score == regrouped(want.score)
     assert [row[metric] for row in rows] == regrouped(want.scores)
+
+
+def _rows(changes=None):
+    preds, refs, _ = split_pairs()
+    rows = [{"prediction": p, "reference": r, "position": i} for i, (p, r) in enumerate(zip(preds, refs, strict=True))]
+    for (i, column), value in (changes or {}).items():
+        rows[i][column] = value
+    return rows
+
+
+def _corpus(*args, **kwargs) -> float:
+    """movers.integrations.ray.score(...).score: both passes."""
+    from movers.integrations.ray import score
+
+    return score(*args, **kwargs).score
+
+
+def _blocks(rows, size=8):
+    import pandas as pd
+
+    return ray_data().from_pandas([pd.DataFrame(rows[a:a + size]) for a in range(0, len(rows), size)])
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"concurrency": 0}, ValueError, r"`concurrency` must be a positive number of actors, got 0"),
+    ({"concurrency": -1}, ValueError, r"`concurrency` must be a positive number of actors, got -1"),
+    ({"concurrency": "2"}, TypeError, r"`concurrency` must be None .* got '2'"),
+    ({"concurrency": 2.5}, TypeError, r"`concurrency` must be None .* got 2.5"),
+    ({"concurrency": True}, TypeError, r"`concurrency` must be None .* got True"),
+    ({"concurrency": (2, 1)}, ValueError, r"`concurrency` as \(min, max\) actors needs 1 <= min <= max, "
+                                           r"got \(2, 1\)"),
+    ({"num_cpus": 0}, ValueError, r"`num_cpus` \(per actor\) must be a number > 0, got 0"),
+    ({"num_cpus": "1"}, ValueError, r"`num_cpus` \(per actor\) must be a number > 0, got '1'"),
+    ({"num_gpus": -1}, ValueError, r"`num_gpus` \(per actor\) must be a number >= 0 or None, got -1"),
+    ({"reference": None}, TypeError, r"`reference` must be a column name or a list of them, got None"),
+    ({"prediction": 5}, TypeError, r"`prediction` must be a column name, got 5"),
+    ({"index": 5}, TypeError, r"`index` must be None or a column name, got 5"),
+    ({"block_size": 0}, ValueError, r"`block_size` must be a positive int, got 0"),
+])
+def test_bad_arguments_get_movers_message_before_any_task(cluster, kwargs, error, match):
+    """Each naming the argument and what was expected (before, Ray's or Python's own errors from inside a task),
+    and before any task runs: checked_call needs no data set and no cluster (the command line runs it before it
+    starts one)."""
+    from movers.integrations.ray import checked_call, score
+
+    with pytest.raises(error, match=r"movers.integrations.ray.score: " + match):
+        checked_call("delta_bleu", **kwargs)
+    t0 = time.monotonic()
+    with pytest.raises(error, match=match):
+        score(_dataset(), "delta_bleu", **kwargs)
+    assert time.monotonic() - t0 < 5  # no task ran
+
+
+def test_a_bad_data_set_gets_movers_message(cluster):
+    from movers.integrations.ray import score
+
+    with pytest.raises(TypeError, match=r"`ds` must be a ray.data.Dataset .* got list"):
+        score(_rows(), "delta_bleu")
+    for empty in (ray_data().from_items([]), _dataset().filter(lambda row: False)):
+        with pytest.raises(ValueError, match=r"the data set is empty; expected at least one row"):
+            _corpus(empty, "delta_bleu")
+    with pytest.raises(ValueError, match=r"already has a column 'delta_bleu', the name of the score column"):
+        score(_blocks([dict(r, delta_bleu=1.0) for r in _rows()]), "delta_bleu")
+
+
+def test_a_bad_row_is_named_by_its_index_value_or_its_other_columns_and_the_column(cluster):
+    """Inside a block a metric sees positions 0.. of that block: an error names the data set's row instead (its
+    `index` value, else the values of its first other columns) and the column. Before, a None prediction at row 13
+    of blocks of 8 said `predictions[5]`, an int or a list ended in pyarrow's "Unable to merge", and an index column
+    of floats, strings or with a None failed deep inside a task."""
+    from movers.integrations.ray import score
+
+    preds, refs, _ = split_pairs()
+    with pytest.raises(TypeError, match=r"column 'prediction' \(the predictions\) must hold a string in every "
+                                        r"row; the row with position=13 holds None"):
+        _corpus(_blocks(_rows({(13, "prediction"): None})), "delta_bleu", index="position")
+    with pytest.raises(TypeError, match=r"column 'prediction' .* the row reference=\[" + repr(refs[13][0])[:20]):
+        _corpus(_blocks(_rows({(13, "prediction"): None})), "delta_bleu")
+    with pytest.raises(ValueError, match=r"the row with position=13 has no reference in column 'reference'"):
+        _corpus(_blocks(_rows({(13, "reference"): []})), "delta_bleu", index="position")
+    for bad in (5, ["a", "b"]):  # a column Arrow cannot merge: its types, named, and what each row needs
+        with pytest.raises(ValueError, match=r"column 'prediction' holds string in some blocks of the data set and "
+                                             r".* in others, which Arrow cannot put in one column"):
+            score(ray_data().from_items(_rows({(13, "prediction"): bad})), "delta_bleu")
+    for position in (13.5, "13", None):
+        rows = _rows({(13, "position"): position})
+        with pytest.raises((TypeError, ValueError), match=r"`index` column 'position' must hold each row's position "
+                                                          r"\(an int 0, 1, ...\) in every row; the row .* holds"):
+            _corpus(_blocks(rows) if position is not None else ray_data().from_items(rows), "twmd",
+                    index="position", centering_batch=4)
+    # a metric's own message about a row of the block, with the data set's row and column instead
+    with pytest.raises(ValueError, match=r"moverscore: column 'prediction' of the row with position=13 must be a "
+                                         r"non-empty text, got ' '"):
+        _corpus(_blocks(_rows({(13, "prediction"): " "})), "moverscore", index="position",
+                empty_predictions="error")
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"num_cpus": 8}, r"`num_cpus`=8 per actor, but no node of the cluster has more than 2 CPUs"),
+    ({"num_gpus": 1}, r"`num_gpus`=1 per actor, but no node of the cluster has a GPU"),
+    ({"num_cpus": 2}, r"one actor with `num_cpus`=2 takes every CPU of the cluster \(2\), and the tasks that read"),
+])
+def test_resources_the_cluster_cannot_grant_are_refused_within_seconds(cluster, kwargs, match):
+    """Before, an actor of 8 CPUs on this 2-CPU cluster waited forever (no answer after 180 s)."""
+    from movers.integrations.ray import score
+
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match=match):
+        score(_dataset(), "moverscore", **kwargs)
+    assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.slow
+def test_a_pool_that_would_starve_the_reads_is_made_smaller_with_a_warning(cluster, one_call, tmp_path):
+    """Two actors of one CPU each hold both CPUs of the cluster, and the tasks that read the Parquet files can then
+    never be scheduled (before: no answer after 180 s). The pool is cut to what leaves a CPU, with a warning."""
+    import pandas as pd
+
+    from movers.integrations.ray import score
+
+    rows = _rows()
+    for k in range(4):
+        pd.DataFrame(rows[k * 5:(k + 1) * 5]).to_parquet(tmp_path / f"part{k}.parquet")
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(_scored_with_warnings(score, tmp_path)), daemon=True)
+    worker.start()
+    worker.join(240)
+    assert done, "no answer after 240 s"
+    value, caught = done[0]
+    assert any("`concurrency`=2 actors of 1 CPUs would take every CPU of the cluster (2)" in w and
+               "scoring with 1 actor" in w for w in caught), caught
+    assert value == one_call("delta_bleu").score  # exact sums: the same bits
+
+
+def _scored_with_warnings(score, folder):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = score(ray_data().read_parquet(str(folder)), "delta_bleu", concurrency=2).score
+    return value, [str(w.message) for w in caught]
+
+
+@pytest.mark.slow
+def test_writing_the_rows_gives_the_score_in_the_same_execution(cluster, one_call, tmp_path, monkeypatch):
+    """The docs' order, write_parquet then score: the corpus score comes from the exact sums of the score column as
+    its blocks are written, with no second execution of the scoring pass and no read-back of the files (before:
+    four executions, the last a read-back of the written files)."""
+    import pyarrow.parquet as pq
+
+    import movers.integrations.ray as movers_ray
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the scoring pass ran again for the score")
+
+    out = movers_ray.score(_dataset(), "moverscore", idf=True, concurrency=1)
+    monkeypatch.setattr(movers_ray, "_mean", forbidden)
+    monkeypatch.setattr(ray_data(), "read_parquet", forbidden)
+    out.write_parquet(str(tmp_path / "scored"))
+    want = one_call("moverscore", idf=True)
+    assert out.score == regrouped(want.score)
+    table = pq.read_table(tmp_path / "scored")
+    assert table.num_rows == N and sorted(table.column("moverscore").to_pylist()) == regrouped(sorted(want.scores))
+
+
+_AUDIT = """
+import os, socket, sys
+
+LOG = os.environ["MOVERS_NET_LOG"]
+LOCAL = ("127.", "::1", "localhost", "::ffff:127.")
+
+
+def _outside(host):
+    return isinstance(host, str) and host and not host.startswith(LOCAL) and host != socket.gethostname()
+
+
+def _hook(event, args):
+    if event in ("socket.connect", "socket.sendto") and isinstance(args[1], tuple) and _outside(args[1][0]):
+        where = f"{event} {args[1][0]}"
+    elif event == "socket.getaddrinfo" and _outside(args[0]):
+        where = f"{event} {args[0]}"
+    else:
+        return
+    with open(LOG, "a") as f:
+        f.write(f"{os.getpid()} {' '.join(sys.argv)[:120]}: {where}\\n")
+
+
+sys.addaudithook(_hook)
+"""
+
+
+@pytest.mark.slow
+def test_a_cluster_that_movers_starts_makes_no_request_outside_the_loopback(tmp_path):
+    """A local cluster started as the command line, the docs and these tests start it (local_cluster), in a process
+    of its own: every Python process of the cluster (the driver, Ray's API server, its agents, the workers) logs
+    each connection and name lookup through an audit hook, and none reaches beyond the loopback; the cluster's
+    own address is the loopback's. Before, Ray's API server asked cloud metadata servers (169.254.169.254,
+    metadata.google.internal) which cloud it ran on, usage reporting off or not."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_AUDIT, encoding="utf-8")
+    log = tmp_path / "net.log"
+    script = textwrap.dedent("""
+        from movers.integrations.ray import local_cluster
+        local_cluster(num_cpus=1)
+        import ray, ray.data
+        print(ray.util.get_node_ip_address(), ray.data.range(8).map_batches(lambda b: b).sum("id"))
+        ray.shutdown()
+    """)
+    env = dict(os.environ, MOVERS_NET_LOG=str(log), PYTHONPATH=os.pathsep.join(
+        [str(hooks), str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["127.0.0.1", "28"]
+    assert not log.exists(), log.read_text()[:3000]

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -67,6 +68,37 @@ def test_two_ranks_with_their_own_unequal_shards_equal_one_call(ranks, one_call)
 
 
 @pytest.mark.slow
+def test_ranks_that_make_different_calls_fail_alike_with_the_option_and_each_ranks_value(ranks, one_call):
+    """Before the first collective of a call the ranks compare what they call: another option value, another
+    metric or another kind of inputs makes the call fail on both ranks with one error naming the option and each
+    rank's value (before, ΔBLEU with lowercase on one rank returned a score on both, per-call IDF on one rank or
+    centring by corpus on one and by batch on the other waited forever), and the group stays usable."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from sharded_worker import DISAGREE
+
+    said = {
+        "lowercase": "`lowercase` is True on rank 0 and False (the default) on rank 1",
+        "metric": "call different metrics: `metric` is moverscore on rank 0 and lazy_emd on rank 1",
+        "idf": "`idf` is True on rank 0 and False on rank 1",
+        "centering": "`centering` is 'corpus' on rank 0 and 'batch' on rank 1",
+        "max_ngram_order": "`max_ngram_order` is 2 on rank 0 and 4 (the default) on rank 1",
+        "reference_weights": "`reference_weights` is given on rank 0 and not given on rank 1",
+        "whole_inputs": "pass different `inputs`",
+        "whole_idf": "`idf` is True on rank 0 and False (the default) on rank 1",
+    }
+    assert set(said) == set(DISAGREE)
+    for name, text in said.items():
+        errors = [got[f"disagree|{name}"] for got in ranks]
+        assert errors[0] == errors[1], name  # one error, the same on both ranks
+        assert errors[0].startswith("RanksDisagree: distributed_scoring: the ranks "), errors[0]
+        assert text in errors[0], (name, errors[0])
+    preds, refs, _ = split_pairs()
+    import movers
+
+    assert [got["after"] for got in ranks] == [movers.delta_bleu(preds, refs).score] * 2
+
+
+@pytest.mark.slow
 def test_a_failing_rank_fails_the_call_on_every_rank_with_its_reason(ranks):
     errors = [got["fail"] for got in ranks]
     assert errors[1].startswith("TypeError: moverscore: `predictions[2]`"), errors[1]  # its own error
@@ -98,8 +130,8 @@ def test_command_line_shard_reads_only_its_lines_and_prints_the_union(tmp_path, 
 
 
 def test_command_line_shard_refuses_a_rank_without_lines(tmp_path):
-    from movers.cli.ray import read_shard
-    from movers.cli.score import UsageError
+    from movers.cli.common import UsageError
+    from movers.cli.shard import read_shard
 
     path = tmp_path / "hyps.txt"
     path.write_text("a\nb\nc\n", encoding="utf-8")
@@ -122,3 +154,25 @@ def test_exact_sums_of_any_parts_in_any_order_are_the_bits_of_fsum():
     assert float(sum(parts, ExactSum())) == math.fsum(values)
     assert float(sum(values)) != math.fsum(values)  # plain float sums of these values depend on the order
     assert math.isnan(float(ExactSum.of([1.0, math.inf]) + ExactSum.of([-math.inf])))
+
+
+@pytest.mark.parametrize("case,said", [
+    ("utf8", r"hypothesis file 'hyps\.txt' is not UTF-8 text: line 3 has invalid start byte .*"),
+    ("empty", r"hypothesis file 'hyps\.txt' is empty; expected one text per line\."),
+    ("unequal", r"files must have the same number of lines, got hyps\.txt: 4, refs\.txt: 3\."),
+    ("missing", r"hypothesis file 'nope\.txt' does not exist \(--shard reads files, not standard input\)\."),
+])
+def test_command_line_shard_file_problems_are_one_line(tmp_path, case, said):
+    """Each rank sees the same files and refuses alike before any collective, with one line naming the file (one
+    rank here, as under torchrun's first check). Before, bytes that are not UTF-8 ended in a traceback, and
+    files of unequal lengths could pass on one rank and not on another."""
+    from .test_cli import one_line_error, run
+
+    hyps = "the cat sat .\na dog .\nhello there .\nyes .\n"
+    (tmp_path / "hyps.txt").write_bytes({"utf8": b"ok .\nfine .\nbad \xff .\nyes .\n", "empty": b""}.get(
+        case, hyps.encode()))
+    (tmp_path / "refs.txt").write_text(hyps if case != "unequal" else "a\nb\nc\n", encoding="utf-8")
+    hyp = "nope.txt" if case == "missing" else "hyps.txt"
+    proc = run("score", "--shard", "-m", "delta_bleu", "-r", "refs.txt", "-c", hyp, cwd=tmp_path)
+    line = one_line_error(proc)
+    assert re.fullmatch(r"movers score: error: " + said, line), line

@@ -1,8 +1,10 @@
 """Worker for tests/test_sharded.py, run under torchrun (2 gloo ranks): each rank scores only its own shard of
 the real texts of tests/reference/ inside movers.distributed_scoring(sharded=True) and writes its results as
 JSON (`<out>.rank<r>`). One run, in order: every metric on unequal shards; a batch-centring run split between
-the ranks (refused on both); rank 1 passing a bad input (every rank fails with its reason); rank 1 never
-reaching a call (rank 0 names it when a short timeout runs out)."""
+the ranks (refused on both); calls that the ranks make differently (another option value, another metric,
+another kind of inputs; the whole call's inputs differing without sharding): each fails on both ranks with the
+same error, and a call after them works; rank 1 passing a bad input (every rank fails with its reason); rank 1
+never reaching a call (rank 0 names it when a short timeout runs out)."""
 from __future__ import annotations
 
 import json
@@ -33,6 +35,20 @@ def pairs() -> tuple[list[str], list[list[str]], list[list[float]]]:
 
 HANG_TIMEOUT = 2  # seconds rank 0 waits for rank 1 in the last call
 
+# calls that the two ranks make differently: name -> (sharded, rank 0's call, rank 1's call), a call being
+# (metric, options, inputs: "mine" or "weights" (this rank's segments, with ΔBLEU's weights) or "reversed" (the
+# whole call's, predictions in another order))
+DISAGREE = {
+    "lowercase": (True, ("delta_bleu", {"lowercase": True}, "mine"), ("delta_bleu", {}, "mine")),
+    "metric": (True, ("moverscore", {}, "mine"), ("lazy_emd", {}, "mine")),
+    "idf": (True, ("moverscore", {"idf": True}, "mine"), ("moverscore", {"idf": False}, "mine")),
+    "centering": (True, ("twmd", {"centering": "corpus"}, "mine"), ("twmd", {"centering": "batch"}, "mine")),
+    "max_ngram_order": (True, ("delta_bleu", {"max_ngram_order": 2}, "mine"), ("delta_bleu", {}, "mine")),
+    "reference_weights": (True, ("delta_bleu", {}, "weights"), ("delta_bleu", {}, "mine")),
+    "whole_inputs": (False, ("delta_bleu", {}, "whole"), ("delta_bleu", {}, "reversed")),
+    "whole_idf": (False, ("moverscore", {"idf": True}, "whole"), ("moverscore", {}, "whole")),
+}
+
 
 def main(out: str) -> None:
     import torch.distributed as dist
@@ -57,6 +73,15 @@ def main(out: str) -> None:
             movers.twmd(preds[mine], refs[mine], centering="batch", centering_batch=5)
     except ValueError as err:
         results["split_run"] = str(err)
+    for name, (sharded, *calls) in DISAGREE.items():  # every rank raises the same error, none waits
+        slug, options, inputs = calls[rank]
+        args = {"mine": (preds[mine], refs[mine]), "weights": (preds[mine], refs[mine]), "whole": (preds, refs),
+                "reversed": (preds[::-1], refs)}[inputs]
+        extra = {"reference_weights": weights[mine]} if inputs == "weights" else {}
+        results[f"disagree|{name}"] = _error(lambda: getattr(movers, slug)(*args, **options, **extra), movers,
+                                             timeout=None, sharded=sharded)
+    with movers.distributed_scoring(sharded=True):  # the group is whole after them
+        results["after"] = movers.delta_bleu(preds[mine], refs[mine]).score
     bad = list(preds[mine])
     if rank == 1:
         bad[2] = 7  # not a string: this rank's input check fails
@@ -71,9 +96,9 @@ def main(out: str) -> None:
     dist.destroy_process_group()
 
 
-def _error(call, movers, timeout: float | None) -> str | None:
+def _error(call, movers, timeout: float | None, sharded: bool = True) -> str | None:
     try:
-        with movers.distributed_scoring(sharded=True, timeout=timeout):
+        with movers.distributed_scoring(sharded=sharded, timeout=timeout):
             call()
     except Exception as err:  # noqa: BLE001  the test reads what each rank raised
         return f"{type(err).__name__}: {err}"

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 
 from ..text.embedding_cache import CACHE_ENV, EmbeddingCache
-from .score import UsageError, guarded
+from .common import UsageError, guarded
 
 __all__ = ["main"]
 

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import metrics as registry
-from .score import UsageError, guarded, parse_options
+from .common import UsageError, guarded, parse_options
 
 __all__ = ["main"]
 
@@ -46,7 +46,7 @@ def run(argv: Sequence[str]) -> int:
 
     import movers
 
-    options = parse_options(args.opt, {args.metric: registry.get(args.metric)})[args.metric]
+    options = parse_options(args.opt, [args.metric])[args.metric]
     options.pop("empty_predictions", None)
     try:
         e = movers.explain(args.metric, args.prediction, args.reference, **options)

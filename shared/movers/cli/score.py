@@ -15,15 +15,11 @@ stderr, ``movers score: error: ...``, with exit status 2; nothing is scored then
 from __future__ import annotations
 
 import argparse
-import csv
 import functools
-import io
 import json
-import re
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from .. import metrics as registry
@@ -36,211 +32,28 @@ from ..core.significance import (
     Interval,
     bootstrap_interval,
     resolve_seed,
-    seed_label,
 )
 from ..core.spec import MetricSpec
 from ..pipeline.call import make_options
-from .tables import TEXT_WIDTH, number, rounded
+from .common import (
+    UsageError,
+    cli_options,
+    guarded,
+    metric_kwargs,
+    parse_options,
+    read_lines,
+    render,
+    score_texts,
+    where,
+)
+from .tables import TEXT_WIDTH
 
-__all__ = ["main", "parse_options", "bootstrap_interval", "read_lines", "UsageError"]
+__all__ = ["main", "run"]
 
 PROG = "movers score"
 
-# Options that the command line sets itself (or that change the result's type): not --opt options.
-_RESERVED = {"verbose", "return_matching", "return_plans"}
-
 BOOTSTRAP_SEED = DEFAULT_SEED  # sacreBLEU's default seed for --confidence and the paired tests
 PROGRESS_MIN_PAIRS = 500  # "long work": progress on by default from this many pairs x metrics
-
-
-class UsageError(Exception):
-    """Bad input or options; printed as one line, exit status 2."""
-
-
-# ----------------------------------------------------------------------------- input files
-
-
-def read_lines(path: str, what: str) -> list[str]:
-    """Lines of a UTF-8 file (``-`` = stdin) without their line ends; a missing or empty file is an error.
-    Both are read as bytes and decoded strictly (not with the locale's ``surrogateescape``): bytes that are
-    not UTF-8 are an error naming the line. Line ends are Python's universal newlines: ``\n``, ``\r\n`` and
-    ``\r`` (old Mac files) each end a line, so one file gives the same lines in any of the three."""
-    if path == "-":
-        stdin = sys.stdin
-        data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode("utf-8", "surrogatepass")
-        name = "<stdin>"
-    else:
-        p = Path(path)
-        if not p.exists():
-            raise UsageError(f"{what} file {path!r} does not exist.")
-        if not p.is_file():
-            raise UsageError(f"{what} file {path!r} is not a regular file.")
-        try:
-            data = p.read_bytes()
-        except OSError as e:
-            raise UsageError(f"cannot read {what} file {path!r}: {e.strerror}.") from None
-        name = path
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = _universal(data[:e.start]).count(b"\n") + 1
-        where = "<stdin>" if path == "-" else f"file {path!r}"
-        raise UsageError(f"{what} {where} is not UTF-8 text: line {line} has {e.reason} at byte {e.start} "
-                         f"of the input.") from None
-    text = _universal(text)
-    if text.endswith("\n"):
-        text = text[:-1]
-    if text == "":
-        raise UsageError(f"{what} {name!r} is empty; expected one text per line.")
-    # split on line ends only (str.splitlines would also split on U+2028 etc. and shift the alignment)
-    return text.split("\n")
-
-
-def _universal(text: Any) -> Any:
-    """``\r\n`` and ``\r`` as ``\n`` (str or bytes), as Python's text mode reads them."""
-    crlf, cr, lf = ("\r\n", "\r", "\n") if isinstance(text, str) else (b"\r\n", b"\r", b"\n")
-    return text.replace(crlf, lf).replace(cr, lf)
-
-
-# ----------------------------------------------------------------------------- --opt parsing
-
-
-def _typed_value(option: str, raw: str, kind: str) -> Any:
-    """Type ``raw`` for an option of `kind` (:func:`movers.core.options.scalar_kind`): the raw text for
-    text options, else a JSON literal (numbers, true/false/null, lists), checked against int/float/bool."""
-    if kind == "str":
-        return None if raw == "null" else raw
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        value = raw
-    if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
-        raise UsageError(f"--opt {option}: expected an integer, got {raw!r}.")
-    if kind == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise UsageError(f"--opt {option}: expected a number, got {raw!r}.")
-    if kind == "bool" and not isinstance(value, bool):
-        raise UsageError(f"--opt {option}: expected true or false, got {raw!r}.")
-    return value
-
-
-def _cli_options(spec: MetricSpec) -> dict[str, str]:
-    """name -> scalar kind of the options ``--opt`` can set for `spec` (declared ``cli``, not reserved)."""
-    return {f.name: scalar_kind(f.hint) for f in spec.options if f.info.cli and f.name not in _RESERVED}
-
-
-def parse_options(items: Sequence[str], specs: dict[str, MetricSpec]) -> dict[str, dict[str, Any]]:
-    """``key=value`` (every selected metric that has `key`) or ``slug.key=value`` (one metric) -> kwargs per slug.
-
-    Values are typed by the metric's option declarations: JSON literals (``0.05``, ``true``, ``[-5, -1]``,
-    ``null``) for non-text options, the raw text for text options. A key that no selected metric accepts
-    is an error naming the option and the accepted keys.
-    """
-    functions = {slug: _cli_options(spec) for slug, spec in specs.items()}
-    out: dict[str, dict[str, Any]] = {slug: {} for slug in functions}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise UsageError(f"--opt {item!r}: expected key=value (or metric.key=value).")
-        slug, dot, name = key.rpartition(".")
-        if dot and slug not in functions:
-            raise UsageError(f"--opt {item}: {slug!r} is not among the selected metrics {sorted(functions)}.")
-        targets = [slug] if dot else list(functions)
-        applied = False
-        for target in targets:
-            kinds = functions[target]
-            if name in kinds:
-                out[target][name] = _typed_value(item, raw, kinds[name])
-                applied = True
-        if not applied:
-            accepted = sorted({p for t in targets for p in functions[t]})
-            raise UsageError(f"--opt {item}: unknown option {name!r} for {', '.join(targets)}; "
-                             f"accepted: {', '.join(accepted)}.")
-    return out
-
-
-# ----------------------------------------------------------------------------- scoring
-
-
-def _where(message: str, hyp_name: str, ref_names: list[str]) -> str:
-    """Add file and line to a metric's ``predictions[i]`` / ``references[i][j]`` message."""
-    m = re.search(r"`references\[(\d+)\]\[(\d+)\]`", message)
-    if m:
-        i, j = int(m.group(1)), int(m.group(2))
-        if j < len(ref_names):
-            return f"{message} (line {i + 1} of {ref_names[j]})"
-    m = re.search(r"`predictions\[(\d+)\]`", message)
-    if m:
-        return f"{message} (line {int(m.group(1)) + 1} of {hyp_name})"
-    return message
-
-
-def _metric_kwargs(slugs: Sequence[str], options: dict[str, dict[str, Any]], verbose: bool) -> dict[str, dict]:
-    """Each metric's keyword arguments: its ``--opt`` options, and ``verbose`` where the metric has it."""
-    return {slug: {**options.get(slug, {}),
-                   **({"verbose": verbose} if registry.get(slug).has_option("verbose") else {})}
-            for slug in slugs}
-
-
-def score_texts(slugs: Sequence[str], predictions: list[str], references: list[list[str]],
-                options: dict[str, dict[str, Any]], *, verbose: bool = False) -> dict[str, Any]:
-    """Run each metric once on the same texts, sharing one encoder pass (:func:`movers.compare` with one
-    system); {slug: movers.Scores}."""
-    from ..api.comparison import compare
-
-    comparison = compare(slugs, {"": predictions}, references, metric_options=_metric_kwargs(slugs, options, verbose))
-    return {slug: comparison[slug][""].result for slug in slugs}
-
-
-def _formatter(width: int) -> Callable[[float], str]:
-    return lambda x: f"{x:.{width}f}"
-
-
-def _render(args: argparse.Namespace, results: dict[str, Any], intervals: dict[str, Interval]) -> str:
-    fmt = _formatter(TEXT_WIDTH if args.width is None else args.width)
-    slugs = list(results)
-
-    if args.format == "json":
-        payload: dict[str, Any] = {}
-        for slug, res in results.items():
-            entry: dict[str, Any] = {"score": res.score, "signature": str(res.signature)}
-            if args.per_segment:
-                entry["scores"] = list(res.scores)
-            if slug in intervals:
-                entry["confidence"] = intervals[slug].to_dict()
-            payload[slug] = entry
-        return json.dumps(rounded(payload, args.width), indent=1, ensure_ascii=False) + "\n"
-    if args.format in ("tsv", "csv"):
-        buf = io.StringIO()
-        writer = csv.writer(buf, delimiter="\t" if args.format == "tsv" else ",", lineterminator="\n")
-        if args.per_segment:
-            writer.writerow(["segment", *slugs])
-            n = len(next(iter(results.values())).scores)
-            for i in range(n):
-                writer.writerow([i + 1, *(number(results[s].scores[i], args.width) for s in slugs)])
-        else:
-            header = ["metric", "score"]
-            if intervals:
-                header += ["mean", "half_width", "low", "high"]
-            writer.writerow(header + ["signature"])
-            for slug, res in results.items():
-                row = [slug, number(res.score, args.width)]
-                if intervals:
-                    ci = intervals[slug]
-                    row += [number(x, args.width) for x in (ci.mean, ci.half_width, ci.low, ci.high)]
-                writer.writerow(row + [str(res.signature)])
-        return buf.getvalue()
-    lines = []
-    for slug, res in results.items():
-        if args.per_segment:
-            lines += [f"{slug}\t{i + 1}\t{fmt(s)}" for i, s in enumerate(res.scores)]
-        if slug in intervals:
-            ci = intervals[slug]
-            lines.append(f"{res.signature}|bs:{ci.samples}|seed:{seed_label(ci.seed)} = {fmt(res.score)} "
-                         f"(μ = {fmt(ci.mean)} ± {fmt(ci.half_width)}, 95% CI [{fmt(ci.low)}, {fmt(ci.high)}])")
-        else:
-            lines.append(f"{res.signature} = {fmt(res.score)}")
-    return "\n".join(lines) + "\n"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -286,7 +99,14 @@ def _parser() -> argparse.ArgumentParser:
     ray_group.add_argument("--output", default=None, metavar="DIR",
                            help="write <slug>.parquet (every input column and the per-row score) and <slug>.json "
                                 "(score, signature and corpus-level outputs) here")
-    ray_group.add_argument("--actors", type=int, default=None, metavar="N", help="scoring actors (default: Ray's)")
+    ray_group.add_argument("--actors", type=int, default=None, metavar="N",
+                           help="scoring actors (default: Ray's autoscaling pool)")
+    ray_group.add_argument("--ray-logs", action="store_true",
+                           help="Ray's own INFO and progress lines and its workers' output on stderr (default: "
+                                "errors only)")
+    ray_group.add_argument("--dashboard", action="store_true",
+                           help="start Ray's dashboard and metrics with the local cluster (default: off; the local "
+                                "cluster stays on the loopback either way)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="metric option, repeatable (see below; --list-options SLUG lists a metric's options)")
     p.add_argument("--list-options", action=_ListOptions, metavar="SLUG", choices=registry.slugs(),
@@ -329,7 +149,7 @@ class _ListOptions(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         spec = registry.get(values)
-        kinds = _cli_options(spec)
+        kinds = cli_options(spec)
         lines = [f"{spec.slug} (--opt KEY=VALUE or --opt {spec.slug}.KEY=VALUE):"]
         for f in spec.options:
             if f.name in kinds:
@@ -376,17 +196,20 @@ def _checked(args: argparse.Namespace) -> int | None:
 def run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     slugs = list(dict.fromkeys(args.metric))
+    options = parse_options(args.opt, slugs)
+    if args.actors is not None and args.actors < 1:
+        raise UsageError(f"--actors must be >= 1, got {args.actors}.")
     if args.ray is not None:
         from .ray import run_ray
 
-        return run_ray(args, slugs, parse_options(args.opt, {slug: registry.get(slug) for slug in slugs}))
+        return run_ray(args, slugs, options)
     if not args.refs:
         raise UsageError("pass reference files (-r FILE, repeatable), or a data set with --ray DATA.")
     seed = _checked(args)
     if args.shard:
-        from .ray import run_shard
+        from .shard import run_shard
 
-        return run_shard(args, slugs, parse_options(args.opt, {slug: registry.get(slug) for slug in slugs}))
+        return run_shard(args, slugs, options)
     names = ["<stdin>" if path == "-" else path for path in args.cands]
     if len(set(names)) < len(names):
         twice = next(n for n in names if names.count(n) > 1)
@@ -400,7 +223,6 @@ def run(argv: Sequence[str]) -> int:
                          + ", ".join(f"{name}: {n}" for name, n in counts.items()) + ".")
     references = [list(group) for group in zip(*ref_lines, strict=False)]
 
-    options = parse_options(args.opt, {slug: registry.get(slug) for slug in slugs})
     verbose = args.progress
     if verbose is None:
         verbose = sys.stderr.isatty() and len(references) * len(slugs) * len(systems) >= PROGRESS_MIN_PAIRS
@@ -420,7 +242,7 @@ def run(argv: Sequence[str]) -> int:
         try:
             results = score_texts(slugs, hyps, references, options, verbose=verbose)
         except (TypeError, ValueError) as e:
-            raise UsageError(_where(str(e), hyp_name, list(args.refs))) from None
+            raise UsageError(where(str(e), hyp_name, list(args.refs))) from None
     if rank != 0:
         return 0  # every rank holds the full result; rank 0 prints it
     intervals: dict[str, Interval] = {}
@@ -432,7 +254,7 @@ def run(argv: Sequence[str]) -> int:
             corpus = None if spec.corpus_from_segments else functools.partial(
                 _resampled_corpus, spec, spec.resolve(make_options(spec, options[slug])), res.statistics)
             intervals[slug] = bootstrap_interval(res.scores, samples=args.confidence_n, seed=seed, corpus=corpus)
-    sys.stdout.write(_render(args, results, intervals))
+    sys.stdout.write(render(args, results, intervals))
     return 0
 
 
@@ -448,9 +270,8 @@ def _run_systems(args: argparse.Namespace, slugs: list[str], systems: dict[str, 
     """Several systems (or a LaTeX table): :func:`movers.compare` and one table per metric."""
     from ..api.comparison import SYSTEM_NOTE, compare
     from ..core.scope import launched_scoring
-    from .tables import render_comparison
 
-    kwargs = _metric_kwargs(slugs, options, verbose)
+    kwargs = metric_kwargs(slugs, options, verbose)
     files = dict(zip(systems, args.cands, strict=True))
     with launched_scoring() as rank:
         try:
@@ -461,23 +282,12 @@ def _run_systems(args: argparse.Namespace, slugs: list[str], systems: dict[str, 
         except (TypeError, ValueError) as e:
             notes = [n[len(SYSTEM_NOTE):] for n in getattr(e, "__notes__", []) if n.startswith(SYSTEM_NOTE)]
             name = notes[0] if notes else next(iter(systems))
-            raise UsageError(_where(str(e), name if files.get(name) != "-" else "<stdin>", list(args.refs))) \
+            raise UsageError(where(str(e), name if files.get(name) != "-" else "<stdin>", list(args.refs))) \
                 from None
     if rank != 0:
         return 0
-    sys.stdout.write(render_comparison(comparison, fmt=args.format, width=args.width,
-                                       per_segment=args.per_segment,
-                                       titles={slug: registry.get(slug).title for slug in slugs}))
+    sys.stdout.write(render(args, comparison))
     return 0
-
-
-def guarded(prog: str, run: Callable[[Sequence[str]], int], argv: Sequence[str] | None) -> int:
-    """Run a subcommand; a :class:`UsageError` becomes one line on stderr and exit status 2."""
-    try:
-        return run(sys.argv[1:] if argv is None else argv)
-    except UsageError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

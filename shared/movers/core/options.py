@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
-from .validation import check_choice, check_number, describe
+from .validation import check_choice, check_number, short_repr
 
 __all__ = ["option", "OptionInfo", "OptionField", "Widget", "option_fields", "check_options", "choices_of",
            "type_text", "scalar_kind"]
@@ -157,7 +157,7 @@ def check_options(name: str, options: Any, names: typing.Iterable[str] | None = 
         kind = scalar_kind(f.hint)
         if kind == "bool":
             if not isinstance(value, bool):
-                raise TypeError(f"{name}: `{f.name}` must be a bool, got {type(value).__name__} {describe(value)}.")
+                raise TypeError(f"{name}: `{f.name}` must be a bool, got {type(value).__name__} {short_repr(value)}.")
         elif kind in ("int", "float") or f.info.low is not None or f.info.high is not None:
             if kind == "any" and not isinstance(value, (int, float)):
                 continue  # a union with other types (e.g. a bool or a threshold): the metric checks it

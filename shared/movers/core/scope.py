@@ -31,15 +31,16 @@ import contextvars
 import datetime
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from typing import Any, TypeVar
 
 import torch
 
 from .summation import ExactSum
 
-__all__ = ["Scope", "ProcessGroupScope", "ShardedScope", "RankFailed", "ExactSum", "add_totals", "current_scope",
-           "use_scope", "distributed_scoring", "launched_scoring", "shard_bounds"]
+__all__ = ["Scope", "ProcessGroupScope", "ShardedScope", "RankFailed", "RanksDisagree", "ExactSum", "add_totals",
+           "current_scope", "use_scope", "distributed_scoring", "launched_scoring", "shard_bounds", "describe_call",
+           "disagreement"]
 
 T = TypeVar("T")
 
@@ -90,8 +91,10 @@ class Scope:
     blocks): after :meth:`statistics_done` a metric may skip its scoring (no model run, no transport) and
     return placeholder scores (NaN) with the call's signature."""
 
-    def call(self) -> contextlib.AbstractContextManager[None]:
-        """Wraps one metric call (the front, :func:`movers.pipeline.call.score`)."""
+    def call(self, spec: Any = None, options: dict[str, Any] | None = None,
+             inputs: tuple[Any, Any, Any] | None = None) -> contextlib.AbstractContextManager[None]:
+        """Wraps one metric call (the front, :func:`movers.pipeline.call.score`): `spec`, the keyword `options`
+        as passed and the `inputs` (predictions, references, extra inputs) of the call, before any check."""
         return contextlib.nullcontext()
 
     def finish(self, spec: Any, options: Any, result: Any) -> Any:
@@ -129,15 +132,123 @@ def shard_bounds(n: int, world: int, rank: int, multiple: int = 1) -> tuple[int,
     return min(lo * multiple, n), min(hi * multiple, n)
 
 
+class RankFailed(RuntimeError):
+    """Raised on every other rank of a sharded call when one rank's part of it failed (names the rank and why),
+    and on a rank that waited for the others longer than `timeout` (names the ranks that did not arrive)."""
+
+
+class RanksDisagree(ValueError):
+    """Raised on every rank of a collective call that the ranks make differently (another metric, an option with
+    another value, another kind of inputs): names the option and each rank's value."""
+
+
+_DEFAULT = " (the default)"
+
+
+def describe_call(spec: Any, options: dict[str, Any], inputs: tuple[Any, Any, Any] | None, *,
+                  whole: bool) -> dict[str, str]:
+    """What every rank of a collective call must agree on, as text: the metric; every declared option that can
+    change a number (not the ``runtime`` ones: device, batch size, progress, cache), passed or its default; any
+    other keyword passed; and the inputs: with `whole` (every rank passes the whole call) a digest of them, else
+    their kind (texts or documents, which extra inputs are given). Never raises."""
+    out = {"metric": str(getattr(spec, "slug", spec))}
+    declared = {f.name: f for f in getattr(spec, "options", ())}
+    for name, f in declared.items():
+        if f.info.runtime:
+            continue
+        out[name] = _text(options[name]) if name in options else _text(f.default) + _DEFAULT
+    for name in options:
+        if name not in declared:
+            out[name] = _text(options[name])
+    predictions, references, extra = inputs if inputs is not None else (None, None, None)
+    extra = extra or {}
+    if whole:
+        n = len(predictions) if isinstance(predictions, Sized) else "?"
+        out["inputs"] = f"{n} segments, digest " + _digest((predictions, references,
+                                                           sorted(extra.items(), key=lambda kv: str(kv[0]))))
+    else:
+        first = next(iter(predictions), None) if isinstance(predictions, (list, tuple)) else predictions
+        out["predictions"] = ("texts" if isinstance(first, str) else "documents (lists of sentences)"
+                              if isinstance(first, (list, tuple)) else type(first).__name__)
+        for key in getattr(spec, "extra_inputs", ()):
+            out[key] = "given" if extra.get(key) is not None else "not given"
+    return out
+
+
+def disagreement(calls: Sequence[dict[str, str]]) -> str | None:
+    """The message for the first entry on which the ranks' descriptions (:func:`describe_call`, in rank order)
+    differ, or None when they agree."""
+    keys = list(dict.fromkeys(k for call in calls for k in call))
+    for key in keys:
+        values = [call.get(key, "not passed") for call in calls]
+        if len({v.removesuffix(_DEFAULT) for v in values}) <= 1:
+            continue
+        ranks: dict[str, list[int]] = {}
+        for rank, value in enumerate(values):
+            ranks.setdefault(value, []).append(rank)
+        said = " and ".join(f"{value} on rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))}"
+                            for value, rs in ranks.items())
+        what = "call different metrics" if key == "metric" else f"pass different `{key}`"
+        return (f"distributed_scoring: the ranks {what}: `{key}` is {said}; every rank must make the same call "
+                f"(the same metric and options, and the same kind of inputs: the whole call's with sharded=False, "
+                f"each its own with sharded=True).")
+    return None
+
+
+def _text(value: Any, depth: int = 0) -> str:
+    """A value as text that is the same on every rank for the same value (no ids, no addresses, no devices)."""
+    try:
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return repr(value)
+        if depth > 4:
+            return type(value).__name__
+        if isinstance(value, (list, tuple)):
+            return "[" + ", ".join(_text(v, depth + 1) for v in value) + "]"
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{_text(k)}: {_text(v, depth + 1)}" for k, v in
+                                   sorted(value.items(), key=lambda kv: str(kv[0]))) + "}"
+        if isinstance(value, torch.Tensor):
+            return f"tensor{tuple(value.shape)}:{value.dtype}:{_digest(value.detach().cpu().numpy().tobytes())}"
+        if hasattr(value, "tobytes") and hasattr(value, "shape"):  # numpy arrays
+            return f"array{tuple(value.shape)}:{_digest(value.tobytes())}"
+        fields = vars(value) if hasattr(value, "__dict__") else {}
+        kept = {k: v for k, v in fields.items() if not k.startswith("_") and not isinstance(v, torch.device)}
+        return f"{type(value).__name__}(" + ", ".join(f"{k}={_text(v, depth + 1)}" for k, v in sorted(kept.items())) \
+            + ")"
+    except Exception:  # noqa: BLE001  a description must never fail a call
+        return type(value).__name__
+
+
+def _digest(value: Any) -> str:
+    """A short digest of `value` (bytes, or anything pickle writes the same on every rank)."""
+    import hashlib
+    import pickle
+
+    try:
+        data = value if isinstance(value, bytes) else pickle.dumps(value, protocol=4)
+    except Exception:  # noqa: BLE001
+        data = repr(value).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 class ProcessGroupScope(Scope):
     """One rank of an initialised ``torch.distributed`` process group (gloo on CPU, NCCL on GPU).
 
     Every rank must make the same metric calls with the same inputs; each embeds and scores its own
     contiguous shard. Sums are all-reduced (float64 and int64 tensors; a Counter of token ids as a dense
     vector over the largest id), per-segment values all-gathered (``all_gather_object``, rank order).
+
+    Ranks agree before they compute: at the start of every call, before its first collective, each rank
+    reports what it calls (:func:`describe_call`: the metric, every option that can change a number, the
+    inputs) and a call that differs on any rank fails on every rank with one :class:`RanksDisagree` naming the
+    option and each rank's value. On gloo a rank that does not arrive within `timeout` is named
+    (``monitored_barrier``, :class:`RankFailed`).
     """
 
-    def __init__(self, group: Any = None) -> None:
+    whole_inputs = True
+    """Whether every rank passes the whole call's inputs (they must be the same on every rank then)."""
+
+    def __init__(self, group: Any = None, timeout: float | datetime.timedelta | None = None) -> None:
         import torch.distributed as dist
 
         if not (dist.is_available() and dist.is_initialized()):
@@ -150,6 +261,40 @@ class ProcessGroupScope(Scope):
         backend = dist.get_backend(group)
         self.device = (torch.device("cuda", torch.cuda.current_device()) if backend == "nccl"
                        else torch.device("cpu"))
+        if timeout is not None and not isinstance(timeout, datetime.timedelta):
+            timeout = datetime.timedelta(seconds=float(timeout))
+        self.timeout = timeout
+        self.monitored = backend == "gloo"
+
+    # ---------------------------------------------------------------------------------- agreement
+
+    def _arrive(self) -> None:
+        """Wait for every rank (gloo: naming the ranks that do not arrive within `timeout`)."""
+        if not self.monitored:
+            return
+        try:
+            self.dist.monitored_barrier(group=self.group, timeout=self.timeout, wait_all_ranks=True)
+        except RuntimeError as err:
+            label = "distributed_scoring()" if self.whole_inputs else "distributed_scoring(sharded=True)"
+            raise RankFailed(f"{label}: rank {self.rank} of {self.world} gave up waiting for the other ranks: "
+                             f"{err}") from None
+
+    def agree(self, description: dict[str, str]) -> None:
+        """Every rank's `description` of its call (:func:`describe_call`); raise :class:`RanksDisagree` on every
+        rank alike when they differ."""
+        self._arrive()
+        calls: list[Any] = [None] * self.world
+        self.dist.all_gather_object(calls, description, group=self.group)
+        problem = disagreement(calls)
+        if problem is not None:
+            raise RanksDisagree(problem)
+
+    @contextlib.contextmanager
+    def call(self, spec: Any = None, options: dict[str, Any] | None = None,
+             inputs: tuple[Any, Any, Any] | None = None) -> Iterator[None]:
+        if spec is not None:
+            self.agree(describe_call(spec, options or {}, inputs, whole=self.whole_inputs))
+        yield
 
     def part(self, n: int, *, multiple: int = 1) -> range:
         return range(*shard_bounds(n, self.world, self.rank, multiple))
@@ -198,44 +343,34 @@ class ProcessGroupScope(Scope):
         return [v for part in parts for v in part]
 
 
-class RankFailed(RuntimeError):
-    """Raised on every other rank of a sharded call when one rank's part of it failed (names the rank and why)."""
-
-
 class ShardedScope(ProcessGroupScope):
     """One rank of a process group whose ranks each pass only their own segments (any sizes): the call is the
     union of the ranks' segments in rank order. Sums are all-reduced as in :class:`ProcessGroupScope`;
     per-segment results stay on their rank; the corpus score and signature are reduced over all ranks at the
     end of the call (:meth:`finish`).
 
-    Failure is agreed on: before each collective every rank reports whether it failed (an all-reduced flag,
-    after a ``monitored_barrier`` on gloo, which names a rank that does not arrive within `timeout`); a rank
-    whose part raises reports its reason at the next check and every other rank raises :class:`RankFailed`
-    naming it, instead of waiting in a collective that rank will never join.
+    The ranks agree on the call first (:meth:`ProcessGroupScope.agree`: the metric, the options, the kind of
+    inputs). Failure is agreed on too: before each collective every rank reports whether it failed (an
+    all-reduced flag, after a ``monitored_barrier`` on gloo, which names a rank that does not arrive within
+    `timeout`); a rank whose part raises reports its reason at the next check and every other rank raises
+    :class:`RankFailed` naming it, instead of waiting in a collective that rank will never join.
     """
 
     partial = True
+    whole_inputs = False
 
     def __init__(self, group: Any = None, timeout: float | datetime.timedelta | None = None) -> None:
-        super().__init__(group)
-        if timeout is not None and not isinstance(timeout, datetime.timedelta):
-            timeout = datetime.timedelta(seconds=float(timeout))
-        self.timeout = timeout
-        self.monitored = self.dist.get_backend(group) == "gloo"
+        super().__init__(group, timeout)
         self._sizes: list[int] | None = None
         self._settled = False  # this call's failure is known to every rank already
 
-    # ---------------------------------------------------------------------------------- agreement
-
     def _check(self, failure: str | None = None) -> None:
         """Every rank says whether its part failed; raise :class:`RankFailed` on the others if one did."""
-        if self.monitored:
-            try:
-                self.dist.monitored_barrier(group=self.group, timeout=self.timeout, wait_all_ranks=True)
-            except RuntimeError as err:
-                self._settled = True
-                raise RankFailed(f"distributed_scoring(sharded=True): rank {self.rank} of {self.world} gave up "
-                                 f"waiting for the other ranks: {err}") from None
+        try:
+            self._arrive()
+        except RankFailed:
+            self._settled = True
+            raise
         flag = self._reduce(torch.tensor([0 if failure is None else 1], dtype=torch.int64), self.dist.ReduceOp.MAX)
         if not int(flag[0]):
             return
@@ -247,8 +382,11 @@ class ShardedScope(ProcessGroupScope):
             raise RankFailed("; ".join(f"rank {r} failed: {why}" for r, why in failed))
 
     @contextlib.contextmanager
-    def call(self) -> Iterator[None]:
+    def call(self, spec: Any = None, options: dict[str, Any] | None = None,
+             inputs: tuple[Any, Any, Any] | None = None) -> Iterator[None]:
         self._sizes, self._settled = None, False
+        if spec is not None:  # every rank raises the same error here, before any other collective
+            self.agree(describe_call(spec, options or {}, inputs, whole=False))
         try:
             yield
         except BaseException as err:
@@ -333,14 +471,20 @@ def distributed_scoring(group: Any = None, *, sharded: bool = False,
     ``sharded=True``: each rank passes only its own segments (any number, at least one); the call is their
     union in rank order. Every rank returns the union's corpus ``score`` and signature and the ``scores`` (and
     other per-segment outputs) of its own segments. A rank whose part fails makes the call fail on every rank
-    with its reason (:class:`RankFailed`); on gloo a rank that does not reach a check within `timeout` seconds
-    (default: the process group's) is named. ``baseline="fit"`` (fitted on random pairs of the whole call) is
+    with its reason (:class:`RankFailed`). ``baseline="fit"`` (fitted on random pairs of the whole call) is
     refused; batch centring needs every rank but the last to hold whole runs of ``centering_batch`` segments.
+
+    In both modes the ranks agree on each call before its first collective: a call that another rank makes with
+    another metric, another value of an option that can change a number, other inputs (``sharded=False``) or
+    another kind of inputs (texts or documents, an extra input given or not; ``sharded=True``) fails on every
+    rank with one :class:`RanksDisagree` that names the option and each rank's value. On gloo a rank that does
+    not reach a call or a check within `timeout` seconds (default: the process group's) is named
+    (:class:`RankFailed`).
 
     Raises:
         RuntimeError: If no process group is initialised.
     """
-    scope = ShardedScope(group, timeout) if sharded else ProcessGroupScope(group)
+    scope = ShardedScope(group, timeout) if sharded else ProcessGroupScope(group, timeout)
     with use_scope(scope):
         yield scope
 

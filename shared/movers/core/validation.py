@@ -24,14 +24,14 @@ __all__ = [
     "check_text",
     "check_texts",
     "check_list",
-    "describe",
+    "short_repr",
     "MAX_TEXT_CHARS",
     "max_text_chars",
 ]
 
 
-def describe(value: Any) -> str:
-    """`value`'s repr for an error message, cut to 60 characters."""
+def short_repr(value: Any) -> str:
+    """`value` as ``repr`` shows it, cut to 60 characters (for messages that quote a bad value)."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -55,10 +55,10 @@ def check_list(metric: str, arg: str, value: Any, expected: str) -> list:
     if value is None:  # "NoneType None" at a position, as for any other wrong element type
         raise TypeError(f"{metric}: `{arg}` must be {expected}, got {'NoneType None' if '[' in arg else 'None'}.")
     if isinstance(value, str):
-        raise TypeError(f"{metric}: `{arg}` must be {expected}, got a single str {describe(value)}; "
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got a single str {short_repr(value)}; "
                         f"wrap it in a list.")
     if isinstance(value, (bytes, bytearray)):
-        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {type(value).__name__} {describe(value)}; "
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {type(value).__name__} {short_repr(value)}; "
                         f"decode it to str.")
     if isinstance(value, Mapping):
         raise TypeError(f"{metric}: `{arg}` must be {expected}, got a {type(value).__name__} (its keys would be "
@@ -67,7 +67,7 @@ def check_list(metric: str, arg: str, value: Any, expected: str) -> list:
         raise TypeError(f"{metric}: `{arg}` must be {expected}, got an unordered {type(value).__name__}; "
                         f"pass a list so that positions line up.")
     if getattr(value, "ndim", 1) == 0 or not hasattr(value, "__iter__"):
-        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {type(value).__name__} {describe(value)}.")
+        raise TypeError(f"{metric}: `{arg}` must be {expected}, got {type(value).__name__} {short_repr(value)}.")
     return list(value)
 
 
@@ -117,10 +117,10 @@ def _check_strings(metric: str, arg: str, items: Sequence[Any], *, allow_empty_t
     name ``arg[j]``."""
     for j, item in enumerate(items):
         if not isinstance(item, str):
-            raise TypeError(f"{metric}: `{arg}[{j}]` must be a string, got {type(item).__name__} {describe(item)}.")
+            raise TypeError(f"{metric}: `{arg}[{j}]` must be a string, got {type(item).__name__} {short_repr(item)}.")
         check_text(metric, f"{arg}[{j}]", item)
         if not allow_empty_text and not item.strip():
-            raise ValueError(f"{metric}: `{arg}[{j}]` must be a non-empty {noun}, got {describe(item)}{why}.")
+            raise ValueError(f"{metric}: `{arg}[{j}]` must be a non-empty {noun}, got {short_repr(item)}{why}.")
 
 
 def _check_texts(metric: str, arg: str, texts: Any, *, allow_empty_text: bool) -> list[str]:
@@ -195,7 +195,7 @@ def check_documents(metric: str, predictions: Any, references: Any, *, allow_emp
         if isinstance(group, str) or not isinstance(group, (list, tuple)):
             raise TypeError(f"{metric}: `{arg}` must be a list of sentences (pre-segmented predictions need "
                             f"pre-segmented references) or a list of such lists, got {type(group).__name__} "
-                            f"{describe(group)}.")
+                            f"{short_repr(group)}.")
         if not group:
             raise ValueError(f"{metric}: `{arg}` must hold at least one reference, got an empty list.")
         if all(isinstance(x, str) for x in group):
@@ -212,7 +212,7 @@ def _blank_document(doc: Any) -> bool:
 def _check_sentences(metric: str, arg: str, doc: Any, allow_empty_text: bool) -> tuple[str, ...]:
     if isinstance(doc, str) or not isinstance(doc, (list, tuple)):
         raise TypeError(f"{metric}: `{arg}` must be a list of sentence strings (pre-segmented input), got "
-                        f"{type(doc).__name__} {describe(doc)}.")
+                        f"{type(doc).__name__} {short_repr(doc)}.")
     if not doc:
         raise ValueError(f"{metric}: `{arg}` must hold at least one sentence, got an empty list.")
     _check_strings(metric, arg, doc, allow_empty_text=allow_empty_text, noun="sentence")
@@ -240,7 +240,7 @@ def check_reference_weights(metric: str, weights: Any, refs: list[list[str]]) ->
         for j, w in enumerate(row):
             if not _is_number(w):
                 raise TypeError(f"{metric}: `reference_weights[{i}][{j}]` must be a number in [-1, 1], "
-                                f"got {type(w).__name__} {describe(w)}.")
+                                f"got {type(w).__name__} {short_repr(w)}.")
             if not (-1.0 <= float(w) <= 1.0):  # also catches NaN
                 raise ValueError(f"{metric}: `reference_weights[{i}][{j}]` must be a number in [-1, 1], got {w}.")
         row = [float(w) for w in row]
@@ -258,7 +258,7 @@ def _is_number(x: Any) -> bool:
 def check_choice(metric: str, arg: str, value: Any, choices: Sequence[Any]) -> Any:
     """Raise unless `value` is one of `choices`; the message lists them."""
     if value not in choices:
-        raise ValueError(f"{metric}: `{arg}` must be one of {list(choices)}, got {describe(value)}.")
+        raise ValueError(f"{metric}: `{arg}` must be one of {list(choices)}, got {short_repr(value)}.")
     return value
 
 
@@ -267,7 +267,7 @@ def check_number(metric: str, arg: str, value: Any, *, low: float | None = None,
     """Raise unless `value` is a finite real (optionally an int) within [low, high] (or (low, high])."""
     kind = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
-        raise TypeError(f"{metric}: `{arg}` must be {kind}, got {type(value).__name__} {describe(value)}.")
+        raise TypeError(f"{metric}: `{arg}` must be {kind}, got {type(value).__name__} {short_repr(value)}.")
     if not math.isfinite(value):
         raise ValueError(f"{metric}: `{arg}` must be finite, got {value}.")
     if low is not None and (value <= low if low_open else value < low):

@@ -1,111 +1,155 @@
 """movers on Ray Data: score a corpus that no process holds, with the result of one call on all of it.
 
-    >>> import ray, movers.integrations.ray as movers_ray               # doctest: +SKIP
+    >>> import movers.integrations.ray as movers_ray                    # doctest: +SKIP
+    >>> movers_ray.local_cluster()                                      # or ray.init(address=...) for a cluster
     >>> ds = ray.data.read_parquet("s3://bucket/pairs/")                # columns prediction, reference
     >>> out = movers_ray.score(ds, "moverscore", idf=True)
     >>> out.write_parquet("scored/")                                     # every input column + "moverscore"
     >>> out.score, out.signature                                         # those of movers.moverscore(...)
 
-:func:`score` runs the metric in two passes through the scope hooks that :func:`movers.score_stream` and
-distributed scoring use:
+:func:`score` runs the metric in the two passes of :mod:`movers.pipeline.passes`, which
+:func:`movers.score_stream` runs too:
 
-1. **statistics**: a ``map_batches`` over the data set's blocks runs the metric on each block up to the point
-   where it has built its call-level statistics (document frequencies for per-call IDF: a tokenizer, no model;
-   ΔBLEU's n-gram sums, kept exactly; token sums for corpus centring: the one statistic that needs the
-   encoder, so that pass runs on a pool of actors); it also gives the signature, the rows and the references
-   per row. Each block's partial sums (a few kB to a few hundred kB, nothing per row) stream to the driver as
-   they are made and are added there in any order: the sums behind :class:`movers.Idf`, a corpus
-   :class:`movers.Centering`, ΔBLEU's corpus counts.
+1. **statistics**: a ``map_batches`` over the data set's blocks checks each block's columns (a prediction string
+   and references in every row, an integer `index`) and runs the metric on it up to the point where it has built
+   its call-level statistics (document frequencies for per-call IDF: a tokenizer, no model; ΔBLEU's n-gram sums,
+   kept exactly; token sums for corpus centring: the one statistic that needs the encoder, so that pass runs on a
+   pool of actors); it also gives the signature, the rows and the references per row. Each block's partial sums
+   (a few kB to a few hundred kB, nothing per row) stream to the driver as they are made and are merged there in
+   any order: the sums behind :class:`movers.Idf`, a corpus :class:`movers.Centering`, ΔBLEU's corpus counts.
 2. **scoring**: a ``map_batches`` over a pool of actors (one encoder per actor, loaded once) scores each
    batch with those sums: ``rows`` (lazy) is the input with one column more, named by the metric's slug. The
-   corpus score is the mean of that column (exact sums of each block's scores, added on the driver) or, for
-   ΔBLEU, computed from the summed statistics; the signature is one call's.
+   corpus score is the mean of that column (exact sums of each block's scores, added on the driver: from the
+   written files' blocks as :meth:`RayScores.write_parquet` writes them, so writing and the score take one
+   execution of this pass) or, for ΔBLEU, computed from the summed statistics; the signature is one call's.
 
 Order: a Ray dataset has no row order (blocks run and come back in any order). Only TWMD's batch centring
 (and ``centering="batch"`` of any metric) depends on it; it needs ``index=``: a column with each row's position
 in the input, and then the rows are hash-partitioned by run (``repartition(keys=...)``: every block holds whole
 runs of ``centering_batch`` consecutive positions) and each run is scored with its own rows, as one call would.
 
-Refused, with the reason: ``baseline="fit"`` (a random pairing over the whole call) and ``return_plans``
-(per-pair matrices are for inspecting chosen rows: :func:`movers.explain`).
+Checked before any task runs (:func:`checked_call`, which ``movers score --ray`` runs before it starts a
+cluster): the arguments, the metric's options, and what a call split into blocks refuses
+(:func:`movers.pipeline.passes.check_split`: ``baseline="fit"``, ``return_plans``, batch centring without
+`index`); then, on the cluster, the columns and the resources (an actor that no node can hold is refused; a
+fixed pool that would hold every CPU, leaving none for the tasks that read and cut the blocks, is made smaller,
+with a warning). An error inside a block names the row by its `index` value, or by the values of its other
+columns, and the column.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 import math
+import os
 import pickle
+import re
+import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-try:
-    import pyarrow as pa
-    import ray
-    import ray.data
-except ImportError as err:  # an optional extra
-    raise ImportError("movers.integrations.ray needs Ray Data: pip install 'movers[ray]' "
-                      "(or pip install 'ray[data]').") from err
+import pyarrow as pa
 
 from .. import metrics as registry
-from ..core.scope import add_totals, use_scope
+from ..core.scope import use_scope
 from ..core.signature import Signature
 from ..core.spec import MetricSpec
 from ..core.summation import ExactSum, column_sum
+from ..core.validation import short_repr
 from ..pipeline.call import checked_options, make_options
 from ..pipeline.call import score as score_call
 from ..pipeline.embedding import EmbeddingMetric
-from ..pipeline.streaming import _FirstPass, _SecondPass
+from ..pipeline.passes import Partial, ScoringPass, StatisticsPass, check_split, run_length
 
-__all__ = ["score", "RayScores"]
+__all__ = ["score", "RayScores", "RayCall", "checked_call", "local_cluster", "LOCAL_CLUSTER_ENV"]
 
-_REFUSED = {
-    "return_plans": "return_plans keeps a transport plan per pair for inspection, which is not a column to write "
-                    "for a whole data set; explain chosen rows with movers.explain",
+WHO = "movers.integrations.ray.score"
+
+LOCAL_CLUSTER_ENV = {
+    # Ray's switch for a cluster of one machine (read when ray is imported): every process listens and connects
+    # on the loopback, and no address is looked up on the network
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",  # no usage report
+    "RAY_enable_metrics_collection": "0",  # no metrics agents at work
+    # Ray's API server asks cloud metadata servers (169.254.169.254, metadata.google.internal) which cloud it runs
+    # on when it starts, usage reporting on or off; plain-HTTP requests of the cluster's processes go to a closed
+    # port of this machine instead (Ray's own gRPC ignores proxies; HTTPS is untouched)
+    "http_proxy": "http://127.0.0.1:9",
+    "no_proxy": "localhost,127.0.0.1,::1",
+    # token authentication, as Ray sets it for a local cluster, said explicitly (then Ray prints no notice of it;
+    # read when ray is imported, like the first)
+    "RAY_AUTH_MODE": "token",
 }
+"""The environment of the processes of a cluster that :func:`local_cluster` starts: on the loopback, no
+dashboard, no metrics, no usage report, no request to a cloud metadata server."""
 
 
-@dataclass
-class RayScores:
-    """The result of :func:`score`: ``signature`` and ``extra`` of one call (known once the statistics pass
-    has run), ``rows`` (lazy) and ``score``.
+def _ray() -> Any:
+    """The ``ray`` module with Ray Data, or an ImportError naming the extra."""
+    try:
+        import ray
+        import ray.data
+    except ImportError as err:  # an optional extra
+        raise ImportError("movers.integrations.ray needs Ray Data: pip install 'movers[ray]' "
+                          "(or pip install 'ray[data]').") from err
+    return ray
 
-    A corpus score that is a mean of segment scores is reduced from ``rows``' score column when first read,
-    which runs the scoring pass; writing ``rows`` runs it again. To do both in one pass, :meth:`write_parquet`
-    writes the rows and reduces the score from the written column (or materialize ``rows`` first).
+
+def local_cluster(num_cpus: int | None = None, *, dashboard: bool = False, progress: bool = False,
+                  logs: bool = False, **init_options: Any) -> Any:
+    """Start Ray on this machine alone, for scoring here: every process of the cluster on the loopback, no
+    dashboard and no metrics unless `dashboard`, no usage report, no request to a cloud metadata server; Ray's
+    progress bars only with `progress`, the workers' output and Ray's own INFO and WARNING lines only with `logs`.
+    Returns what ``ray.init`` returns (``ray.shutdown()`` stops it).
+
+    Ray reads where a cluster listens when it is imported: call this before anything in the process imports
+    ``ray`` (after, the cluster uses the machine's network address, and a warning says so).
+
+    Args:
+        num_cpus: CPUs the cluster offers (None: the machine's).
+        dashboard: Start Ray's dashboard and metrics (on the loopback).
+        progress: Ray Data's progress bars on stderr.
+        logs: The workers' output and Ray's INFO and WARNING lines on stderr (else its ``ray`` and ``ray.data``
+            loggers show errors only).
+        **init_options: More keyword arguments of ``ray.init``.
     """
+    imported = "ray" in sys.modules
+    saved = {key: os.environ.get(key) for key in LOCAL_CLUSTER_ENV}
+    env = dict(LOCAL_CLUSTER_ENV)
+    if dashboard:
+        del env["RAY_enable_metrics_collection"]
+    if os.environ.get("RAY_AUTH_MODE") or imported:
+        del env["RAY_AUTH_MODE"]  # the user's choice, or read already (Ray reads it on import)
+    os.environ.update(env)
+    try:
+        ray = _ray()
+        context = ray.init(num_cpus=num_cpus, include_dashboard=dashboard, log_to_driver=logs,
+                           configure_logging=False, **init_options)
+    finally:  # this process's own requests keep the user's proxies; the cluster's processes have theirs (the
+        # authentication mode stays: this process talks to the cluster with it)
+        for key, value in saved.items():
+            if key == "RAY_AUTH_MODE":
+                continue
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    ray.data.DataContext.get_current().enable_progress_bars = progress
+    if not logs:
+        for name in ("ray", "ray.data"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    address = ray.util.get_node_ip_address()
+    if imported and not address.startswith("127.") and address not in ("::1", "localhost"):
+        warnings.warn(f"movers: ray was imported before local_cluster(), so the cluster listens on this machine's "
+                      f"network address {address}, not the loopback; call local_cluster() before importing ray (or "
+                      f"set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 first).", RuntimeWarning, stacklevel=2)
+    return context
 
-    rows: Any
-    """A lazy ``ray.data.Dataset``: every input column and the per-row score in column ``column``."""
-    column: str
-    signature: Signature
-    """The signature of one call on the whole data set."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Corpus-level outputs from the summed statistics (ΔBLEU's precisions, brevity penalty, counts); the other
-    per-segment outputs (precision, recall, ...) are not kept."""
-    _score: float | None = field(default=None, repr=False)
 
-    @property
-    def score(self) -> float:
-        """The corpus score of one call on the whole data set."""
-        if self._score is None:
-            self._score = _mean(self.rows, self.column)
-        return self._score
-
-    def write_parquet(self, path: str, **kwargs: Any) -> None:
-        """``rows.write_parquet(path)``, then the corpus score from the written score column (one scoring pass)."""
-        self.rows.write_parquet(path, **kwargs)
-        if self._score is None:
-            self._score = _mean(ray.data.read_parquet(path, columns=[self.column]), self.column)
-
-    def materialize(self) -> RayScores:
-        """The same result with ``rows`` scored once and kept in Ray's object store (then ``score`` reads it)."""
-        return RayScores(self.rows.materialize(), self.column, self.signature, self.extra, self._score)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"score": self.score, "signature": str(self.signature), **self.extra}
-
-
-# ------------------------------------------------------------------------------------------ inputs
+# ------------------------------------------------------------------------------------------ the call
 
 @dataclass(frozen=True)
 class _Columns:
@@ -114,11 +158,83 @@ class _Columns:
     extra: Mapping[str, tuple[str, ...]]  # extra input (ΔBLEU's reference_weights) -> columns, like references
     index: str | None
 
+    @property
+    def wanted(self) -> list[str]:
+        return [self.prediction, *self.references, *(c for cols in self.extra.values() for c in cols),
+                *([self.index] if self.index else [])]
+
     def read(self, table: pa.Table) -> tuple[list[Any], list[list[Any]], dict[str, Any]]:
         predictions = table.column(self.prediction).to_pylist()
         references = _grouped([table.column(c).to_pylist() for c in self.references])
         extra = {key: _grouped([table.column(c).to_pylist() for c in cols]) for key, cols in self.extra.items()}
         return predictions, references, extra
+
+    def row(self, table: pa.Table, i: int, column: str | None = None) -> str:
+        """Row `i` of `table` as the user knows it: by its `index` value, else by the values of its first other
+        columns."""
+        if self.index is not None and column != self.index:
+            return f"the row with {self.index}={short_repr(table.column(self.index)[i].as_py())}"
+        shown = [f"{name}={short_repr(table.column(name)[i].as_py())}" for name in table.column_names
+                 if name != column][:2]
+        return "the row " + (", ".join(shown) if shown else f"{i} of a block")
+
+    def check(self, table: pa.Table, spec: MetricSpec) -> None:
+        """Each column of a block as a call needs it: strings (a document's sentences too, for a metric that reads
+        documents) in the prediction column, a string or a list of strings in each reference column and at least
+        one reference per row, integers in the index column; else the column and the row are named."""
+        prediction = self._bad(table, self.prediction, _is_text(spec.documents),
+                               _arrow_text if spec.documents else _arrow_string)
+        if prediction is not None:
+            what = "a string (or a list of sentences)" if spec.documents else "a string"
+            raise TypeError(f"{WHO}: column {self.prediction!r} (the predictions) must hold {what} in every row; "
+                            f"{self.row(table, prediction, self.prediction)} holds "
+                            f"{short_repr(table.column(self.prediction)[prediction].as_py())}.")
+        for name in self.references:
+            bad = self._bad(table, name, _is_text(True), nulls=True)
+            if bad is not None:
+                raise TypeError(f"{WHO}: reference column {name!r} must hold a string or a list of strings in "
+                                f"every row (None: no reference there); {self.row(table, bad, name)} holds "
+                                f"{short_repr(table.column(name)[bad].as_py())}.")
+        for i, refs in enumerate(_grouped([table.column(c).to_pylist() for c in self.references])):
+            if not refs:
+                columns = ", ".join(repr(c) for c in self.references)
+                raise ValueError(f"{WHO}: {self.row(table, i)} has no reference in column"
+                                 f"{'s' if len(self.references) > 1 else ''} {columns}; every row needs one.")
+        if self.index is not None:
+            bad = self._bad(table, self.index, lambda v: isinstance(v, int) and not isinstance(v, bool),
+                            pa.types.is_integer)
+            if bad is not None:
+                raise TypeError(f"{WHO}: the `index` column {self.index!r} must hold each row's position (an int "
+                                f"0, 1, ...) in every row; {self.row(table, bad, self.index)} holds "
+                                f"{short_repr(table.column(self.index)[bad].as_py())}.")
+
+    @staticmethod
+    def _bad(table: pa.Table, name: str, good: Any, arrow: Any = None, *, nulls: bool = False) -> int | None:
+        """The first row whose value in column `name` is not `good` (None: every row is), read value by value
+        only when the column's Arrow type or its nulls do not settle it."""
+        column = table.column(name)
+        if (arrow or _arrow_text)(column.type) and (nulls or not column.null_count):
+            return None
+        for i, value in enumerate(column.to_pylist()):
+            if not (value is None and nulls) and not good(value):
+                return i
+        return None
+
+
+def _arrow_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _arrow_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or (
+        (pa.types.is_list(t) or pa.types.is_large_list(t)) and _arrow_text(t.value_type))
+
+
+def _is_text(lists: bool) -> Any:
+    def good(value: Any) -> bool:
+        return isinstance(value, str) or (lists and isinstance(value, (list, tuple)) and
+                                          all(isinstance(v, str) for v in value))
+    return good
 
 
 def _grouped(columns: list[list[Any]]) -> list[list[Any]]:
@@ -134,12 +250,92 @@ def _grouped(columns: list[list[Any]]) -> list[list[Any]]:
     return out
 
 
-def _names(value: str | Sequence[str], what: str) -> tuple[str, ...]:
-    names = (value,) if isinstance(value, str) else tuple(value)
-    if not names or not all(isinstance(n, str) for n in names):
-        raise TypeError(f"movers.integrations.ray.score: `{what}` must be a column name or a list of them, got "
-                        f"{value!r}.")
+def _names(value: Any, what: str) -> tuple[str, ...]:
+    names = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) else ()
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise TypeError(f"{WHO}: `{what}` must be a column name or a list of them, got {value!r}.")
     return names
+
+
+def _pool_size(concurrency: Any) -> tuple[int, int] | None:
+    """`concurrency` as (min, max) actors, None for Ray's autoscaling pool, or a TypeError/ValueError naming it."""
+    def whole(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    if concurrency is None:
+        return None
+    if whole(concurrency):
+        if concurrency < 1:
+            raise ValueError(f"{WHO}: `concurrency` must be a positive number of actors, got {concurrency}.")
+        return concurrency, concurrency
+    if isinstance(concurrency, tuple) and len(concurrency) == 2 and all(whole(x) for x in concurrency):
+        low, high = concurrency
+        if not 1 <= low <= high:
+            raise ValueError(f"{WHO}: `concurrency` as (min, max) actors needs 1 <= min <= max, got {concurrency}.")
+        return low, high
+    raise TypeError(f"{WHO}: `concurrency` must be None (Ray's autoscaling pool), a positive int or a (min, max) "
+                    f"tuple of ints, got {concurrency!r}.")
+
+
+def _resource(value: Any, what: str, *, optional: bool) -> float | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or \
+            value < 0 or (value == 0 and not optional):
+        wanted = "a number >= 0 or None" if optional else "a number > 0"
+        raise ValueError(f"{WHO}: `{what}` (per actor) must be {wanted}, got {value!r}.")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class RayCall:
+    """A Ray scoring call as :func:`checked_call` checked it: the metric, its options (as passed, and their
+    dataclass), the columns, the pool's size and each actor's resources, the run length batch centring keeps
+    whole."""
+
+    spec: MetricSpec
+    options: dict[str, Any]
+    resolved: Any
+    columns: _Columns
+    block_size: int
+    pool: tuple[int, int] | None
+    num_cpus: float
+    num_gpus: float | None
+    multiple: int
+
+
+def checked_call(metric: str | MetricSpec, *, prediction: str = "prediction",
+                 reference: str | Sequence[str] = "reference", index: str | None = None, block_size: int = 1024,
+                 concurrency: int | tuple[int, int] | None = None, num_cpus: float = 1,
+                 num_gpus: float | None = None, **options: Any) -> RayCall:
+    """Every check of :func:`score` that needs neither the data set nor a cluster (the same arguments, less the
+    data set): the columns' names, `block_size`, `concurrency`, `num_cpus`, `num_gpus`, the metric's options and
+    what a call split into blocks refuses. ``movers score --ray`` runs it before it starts a cluster."""
+    spec = registry.get(metric)
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"{WHO}: `block_size` must be a positive int, got {block_size!r}.")
+    if index is not None and (not isinstance(index, str) or not index):
+        raise TypeError(f"{WHO}: `index` must be None or a column name, got {index!r}.")
+    pool = _pool_size(concurrency)
+    cpus = _resource(num_cpus, "num_cpus", optional=False)
+    gpus = _resource(num_gpus, "num_gpus", optional=True)
+    options = dict(options)
+    extra_columns = {key: _names(options.pop(key), key) for key in spec.extra_inputs if key in options}
+    columns = _Columns(_one(prediction), _names(reference, "reference"), extra_columns, index)
+    o = make_options(spec, options)
+    check_split(spec.name(o), o, part="block", rows=True,
+                unordered=None if index is not None else
+                "a Ray dataset keeps no row order (its blocks run and return in any order); pass index=<a column "
+                "with each row's position 0, 1, ...>")
+    checked_options(spec, options)
+    assert cpus is not None
+    return RayCall(spec, options, o, columns, block_size, pool, cpus, gpus, run_length(o))
+
+
+def _one(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{WHO}: `prediction` must be a column name, got {name!r}.")
+    return name
 
 
 # ------------------------------------------------------------------------------------------ the passes
@@ -161,17 +357,44 @@ class _Worker:
 
     def call(self, table: pa.Table) -> Any:
         predictions, references, extra = self.columns.read(table)
-        return score_call(self.spec, predictions, references, extra, **self.options)
+        with self.rows_named(table):
+            return score_call(self.spec, predictions, references, extra, **self.options)
+
+    @contextlib.contextmanager
+    def rows_named(self, table: pa.Table) -> Iterator[None]:
+        """A metric's error about ``predictions[i]`` or ``references[i]`` of this block, as the column and the
+        row of the data set."""
+        try:
+            yield
+        except (ValueError, TypeError) as err:
+            text = str(err)
+            named = _ARGUMENT.sub(lambda m: self._named(table, m), text)
+            if named == text:
+                raise
+            raise type(err)(named) from None
+
+    def _named(self, table: pa.Table, m: re.Match) -> str:
+        i = int(m["i"])
+        row = self.columns.row(table, i)
+        if m["what"] == "predictions":
+            return f"column {self.columns.prediction!r} of {row}"
+        refs = self.columns.references
+        if m["j"] is not None:
+            return f"reference {int(m['j']) + 1} (column{'s' if len(refs) > 1 else ''} " \
+                   f"{', '.join(map(repr, refs))}) of {row}"
+        return f"the reference (column{'s' if len(refs) > 1 else ''} {', '.join(map(repr, refs))}) of {row}"
 
     def scored(self, table: pa.Table, totals: list[Any], size: int | None = None) -> Any:
         """The metric's result on `table` with the call-level statistics `totals`."""
-        second = _SecondPass(totals, size)
+        second = ScoringPass(totals, size)
         with use_scope(second), warnings.catch_warnings():
             if table.num_rows == 1:
                 warnings.simplefilter("ignore")  # one row scored for corpus outputs: no warning about it
             second.begin(0)
             return self.call(table)
 
+
+_ARGUMENT = re.compile(r"`(?P<what>predictions|references)\[(?P<i>\d+)\](?:\[(?P<j>\d+)\])?`")
 
 _WORKERS: dict[bytes, _StatisticsWorker] = {}
 
@@ -186,26 +409,11 @@ def _first_pass(table: pa.Table, key: bytes) -> pa.Table:
     return worker(table)
 
 
-class _Statistics(_FirstPass):
-    """The first pass of one block: records its sums, and the consecutive runs a metric asks for (batch
-    centring); the metric goes on to its signature without scoring."""
-
-    multiple = 1
-    signature_only = True
-
-    def part(self, n: int, *, multiple: int = 1) -> range:
-        self.multiple = max(self.multiple, multiple)
-        return range(n)
-
-    def statistics_done(self) -> None:
-        pass
-
-
 class _StatisticsWorker(_Worker):
-    """One block's partial statistics, signature, rows and references per row, as a one-row table: the block
-    is read `block_size` rows at a time (:func:`score` already cuts blocks to that size; this keeps the bound
-    whatever block arrives) and the parts' sums added here, so memory is bounded by `block_size` and the driver
-    gets one partial per block."""
+    """One block's checked columns and partial statistics, signature, rows and references per row, as a one-row
+    table: the block is read `block_size` rows at a time (:func:`score` already cuts blocks to that size; this
+    keeps the bound whatever block arrives) and the parts' partials merged here, so memory is bounded by
+    `block_size` and the driver gets one partial per block."""
 
     def __init__(self, spec: MetricSpec, options: dict[str, Any], columns: _Columns, threads: int | None,
                  block_size: int) -> None:
@@ -213,45 +421,41 @@ class _StatisticsWorker(_Worker):
         self.block_size = block_size
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        merged = None
+        merged: Partial | None = None
         for start in range(0, table.num_rows, self.block_size):
-            merged = _merge(merged, self._partial(table.slice(start, self.block_size)))
+            merged = self._partial(table.slice(start, self.block_size)).merged(merged)
         return pa.table({"partial": pa.array([] if merged is None else [pickle.dumps(merged)], pa.binary())})
 
-    def _partial(self, table: pa.Table) -> dict[str, Any]:
-        first = _Statistics()
-        predictions, references, extra = self.columns.read(table)
+    def _partial(self, table: pa.Table) -> Partial:
+        self.columns.check(table, self.spec)
+        first = StatisticsPass(signature_only=True)
         with use_scope(first), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # warnings come from the scoring pass
             first.begin()
-            signature = score_call(self.spec, predictions, references, extra, **self.options).signature
-        counts = [len(r) for r in references]
+            signature = self.call(table).signature
+        counts = [len(r) for r in self.columns.read(table)[1]]
         index = self.columns.index
         positions = table.column(index).to_pylist() if index is not None else []
-        return {"signature": signature, "totals": first.totals, "asked": first.asked,
-                "multiple": first.multiple, "n": table.num_rows,
-                "nrefs": (min(counts, default=0), max(counts, default=0)),
-                "index": (min(positions), max(positions), sum(positions)) if positions else None}
+        return first.to_partial(table.num_rows, signature=signature,
+                             nrefs=(min(counts, default=0), max(counts, default=0)),
+                             index=(min(positions), max(positions), sum(positions)) if positions else None)
 
 
-def _merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
-    """Two blocks' partial statistics added up (any order: sums of ints, Counters, float64 tensors and exact
-    sums)."""
-    if a is None:
-        return b
-    index = a["index"] if b["index"] is None else b["index"] if a["index"] is None else (
-        min(a["index"][0], b["index"][0]), max(a["index"][1], b["index"][1]), a["index"][2] + b["index"][2])
-    totals = add_totals(a["totals"], b["totals"]) if a["totals"] and b["totals"] else a["totals"] or b["totals"]
-    return {"signature": a["signature"], "totals": totals, "asked": a["asked"] or b["asked"],
-            "multiple": max(a["multiple"], b["multiple"]), "n": a["n"] + b["n"],
-            "nrefs": (min(a["nrefs"][0], b["nrefs"][0]), max(a["nrefs"][1], b["nrefs"][1])), "index": index}
+class _StatisticsActor(_StatisticsWorker):
+    """The statistics pass on a pool of actors (corpus centring embeds texts): its arguments wait in Ray's object
+    store (`ref`, one ``ray.put``), so that an actor is created, and restarted, with a small reference."""
+
+    def __init__(self, ref: Any) -> None:
+        super().__init__(*_ray().get(ref))
 
 
 class _ScoringActor(_Worker):
-    """The scoring pass: each batch (or each run of consecutive rows) scored with the reduced statistics."""
+    """The scoring pass: each batch (or each run of consecutive rows) scored with the reduced statistics. The
+    arguments (the metric, its options, the columns, the statistics) wait in Ray's object store (`ref`, one
+    ``ray.put``), so that an actor is created, and restarted, with a small reference."""
 
-    def __init__(self, spec: MetricSpec, options: dict[str, Any], columns: _Columns, threads: int | None,
-                 totals: list[Any], size: int, column: str, multiple: int) -> None:
+    def __init__(self, ref: Any) -> None:
+        spec, options, columns, threads, totals, size, column, multiple = _ray().get(ref)
         super().__init__(spec, options, columns, threads)
         self.totals, self.size, self.column, self.multiple = totals, size, column, multiple
 
@@ -268,8 +472,8 @@ class _ScoringActor(_Worker):
                 run = positions[at:at + k]
                 start = run[0] - run[0] % k
                 if run != list(range(start, min(start + k, self.size))):
-                    raise ValueError(f"movers.integrations.ray.score: `index` column {index!r} must number the rows "
-                                     f"0..{self.size - 1} once each; the run starting at {start} holds positions "
+                    raise ValueError(f"{WHO}: `index` column {index!r} must number the rows 0..{self.size - 1} once "
+                                     f"each; the run starting at {start} holds positions "
                                      f"{run[:8]}{'...' if len(run) > 8 else ''}.")
         result = self.scored(table, self.totals, self.size)
         return table.append_column(self.column, pa.array([float(s) for s in result.scores], pa.float64()))
@@ -288,6 +492,167 @@ def _mean(ds: Any, column: str) -> float:
     return float(total) / n if n else math.nan
 
 
+@functools.cache
+def _scored_parquet() -> type:
+    """A Parquet datasink that also returns each write task's exact sum and count of the score column, so that
+    writing the rows gives the corpus score in the same execution (built on first use: Ray is optional)."""
+    ray = _ray()
+
+    class ScoredParquet(ray.data.BlockBasedFileDatasink):  # type: ignore[name-defined]
+        def __init__(self, path: str, column: str, parquet_args: dict[str, Any], **sink_args: Any) -> None:
+            super().__init__(path, file_format="parquet", **sink_args)
+            self.column, self.parquet_args = column, parquet_args
+            self.sums: list[tuple[int, float, int]] = []
+
+        def write_block_to_file(self, block: Any, file: Any) -> None:
+            import pyarrow.parquet as pq
+
+            pq.write_table(block.to_arrow(), file, **self.parquet_args)
+
+        def write(self, blocks: Any, ctx: Any) -> Any:
+            blocks = list(blocks)
+            total, n = ExactSum(), 0
+            for block in blocks:
+                values = block.column(self.column).to_pylist() if hasattr(block, "column") else \
+                    list(block[self.column])
+                total, n = total + ExactSum.of(values), n + len(values)
+            super().write(blocks, ctx)
+            return str(total.units), total.special, n
+
+        def on_write_complete(self, write_result: Any) -> None:
+            super().on_write_complete(write_result)
+            self.sums = [(int(u), s, c) for u, s, c in write_result.write_returns if c]
+
+    return ScoredParquet
+
+
+@dataclass
+class RayScores:
+    """The result of :func:`score`: ``signature`` and ``extra`` of one call (known once the statistics pass
+    has run), ``rows`` (lazy) and ``score``.
+
+    A corpus score that is a mean of segment scores comes from the scoring pass: :meth:`write_parquet` writes the
+    rows and adds up the score column as it writes (one execution of the scoring pass for both); reading
+    ``score`` before any write runs the pass for the score alone (a write after it runs it again, unless
+    :meth:`materialize` kept the rows).
+    """
+
+    rows: Any
+    """A lazy ``ray.data.Dataset``: every input column and the per-row score in column ``column``."""
+    column: str
+    signature: Signature
+    """The signature of one call on the whole data set."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Corpus-level outputs from the summed statistics (ΔBLEU's precisions, brevity penalty, counts); the other
+    per-segment outputs (precision, recall, ...) are not kept."""
+    _score: float | None = field(default=None, repr=False)
+    _keep: Any = field(default=None, repr=False)  # the scoring actors' arguments in the object store
+
+    @property
+    def score(self) -> float:
+        """The corpus score of one call on the whole data set."""
+        if self._score is None:
+            with _ours():
+                self._score = _mean(self.rows, self.column)
+        return self._score
+
+    def write_parquet(self, path: str, **kwargs: Any) -> None:
+        """Write ``rows`` as Parquet files under `path` (one per write task; `filesystem`, `try_create_dir` and
+        ``pyarrow.parquet.write_table`` arguments such as `compression` pass through), adding up the score
+        column as the blocks are written: the corpus score comes from the same execution of the scoring pass."""
+        sink_args = {key: kwargs.pop(key) for key in ("filesystem", "try_create_dir") if key in kwargs}
+        sink = _scored_parquet()(path, self.column, kwargs, **sink_args)
+        with _ours():
+            self.rows.write_datasink(sink)
+        if self._score is None:
+            total, n = ExactSum(), 0
+            for units, special, count in sink.sums:
+                total, n = total + ExactSum(units, special), n + count
+            self._score = float(total) / n if n else math.nan
+
+    def materialize(self) -> RayScores:
+        """The same result with ``rows`` scored once and kept in Ray's object store (then ``score`` reads it)."""
+        with _ours():
+            rows = self.rows.materialize()
+        return RayScores(rows, self.column, self.signature, self.extra, self._score, self._keep)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "signature": str(self.signature), **self.extra}
+
+
+# ------------------------------------------------------------------------------------------ the cluster
+
+def _fitted_pool(call: RayCall, ray: Any) -> tuple[int, int] | None:
+    """The pool's size checked against the cluster's alive nodes: an actor that no node can hold, or one that would
+    take every CPU of the cluster, is refused; a fixed pool whose actors would take every CPU is made smaller, with
+    a warning (the tasks that read and cut the blocks, each asking for a CPU, would otherwise wait forever)."""
+    nodes = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+    cpus = [float(n.get("CPU", 0)) for n in nodes]
+    gpus = [float(n.get("GPU", 0)) for n in nodes]
+    if cpus and call.num_cpus > max(cpus):
+        raise ValueError(f"{WHO}: `num_cpus`={call.num_cpus:g} per actor, but no node of the cluster has more than "
+                         f"{max(cpus):g} CPUs (it has {sum(cpus):g} in all); an actor could never start. Pass "
+                         f"num_cpus <= {max(cpus):g}.")
+    if call.num_gpus and call.num_gpus > max(gpus, default=0):
+        raise ValueError(f"{WHO}: `num_gpus`={call.num_gpus:g} per actor, but no node of the cluster has "
+                         f"{'a GPU' if not max(gpus, default=0) else f'more than {max(gpus):g} GPUs'}; an actor "
+                         f"could never start. Pass num_gpus=None (CPU actors) or at most {max(gpus, default=0):g}.")
+    if not cpus:
+        return call.pool
+    total = sum(cpus)
+    low, high = call.pool or (1, 1)
+    free = total - 1  # a whole CPU for the tasks that read and cut blocks (each asks for one)
+    fits = int(free // call.num_cpus) if free >= call.num_cpus else 0
+    if fits == 0:
+        fix = f"pass num_cpus <= {free:g}" if free >= 1 else "start the cluster with 2 CPUs or more"
+        raise ValueError(f"{WHO}: one actor with `num_cpus`={call.num_cpus:g} takes every CPU of the cluster "
+                         f"({total:g}), and the tasks that read and cut the data set's blocks need one, which they "
+                         f"would wait for forever; {fix}.")
+    if call.pool is None or low <= fits:
+        return call.pool
+    warnings.warn(f"movers: `concurrency`={low if low == high else call.pool} actors of {call.num_cpus:g} "
+                  f"CPUs would take every CPU of the cluster ({total:g}), leaving none for the tasks that read "
+                  f"and cut the data set's blocks, which would then wait forever; scoring with {fits} actor"
+                  f"{'s' if fits > 1 else ''}.", RuntimeWarning, stacklevel=3)
+    return fits, fits
+
+
+def _translated(err: BaseException) -> BaseException | None:
+    """A failure of a Ray task as movers' own error: the block check's or metric's message without Ray's frames,
+    an Arrow type conflict between blocks as the column and its types; None for anything else."""
+    cause = getattr(err, "cause", None)
+    text = str(err)
+    merge = re.search(r"Unable to merge: Field (?P<name>\S+) has incompatible types: (?P<a>.+?) vs (?P<b>[^\n]+)",
+                      text)
+    if merge:
+        return ValueError(f"{WHO}: column {merge['name']!r} holds {merge['a']} in some blocks of the data set and "
+                          f"{merge['b'].rstrip('. ')} in others, which Arrow cannot put in one column; give it one "
+                          f"type in every row (strings for predictions; strings, or lists of strings in every row, "
+                          f"for references).")
+    if isinstance(cause, (ValueError, TypeError)) and not isinstance(cause, pa.ArrowException):
+        return type(cause)(str(cause))
+    # Ray Data wraps a function's error in its UserCodeException, which keeps only the error's traceback as text
+    raised = list(_RAISED.finditer(text))
+    if raised:
+        return {"TypeError": TypeError, "ValueError": ValueError}[raised[-1]["kind"]](raised[-1]["message"])
+    return None
+
+
+_RAISED = re.compile(r"^(?P<kind>TypeError|ValueError): (?P<message>.*?)\n\nThe above exception was the direct cause",
+                     re.M | re.S)
+
+
+@contextlib.contextmanager
+def _ours() -> Iterator[None]:
+    try:
+        yield
+    except Exception as err:  # noqa: BLE001  Ray wraps a task's error in its own type
+        translated = _translated(err)
+        if translated is None:
+            raise
+        raise translated from None
+
+
 # ------------------------------------------------------------------------------------------ score
 
 def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
@@ -304,103 +669,97 @@ def score(ds: Any, metric: str | MetricSpec, *, prediction: str = "prediction",
         metric: A registered metric's slug (``"moverscore"``, ``"twmd"``, ...).
         prediction, reference: The column names.
         index: A column with each row's position in the input (0, 1, ...); needed only by batch centring
-            (TWMD's default), whose runs of consecutive rows Ray's unordered blocks do not keep.
+            (TWMD's default), whose runs of consecutive rows Ray's unordered blocks do not keep. Errors inside a
+            block name the row by it.
         block_size: Rows per block and per metric call in both passes (the data set is cut into blocks of at most
             this many rows, so every actor of the pool gets some; memory grows with it, no score depends on it).
         concurrency: Actors (and statistics tasks at once) per pass: Ray's ``map_batches`` argument, an int or
-            (min, max); None: Ray's autoscaling pool. Leave CPUs for the tasks that read the data set: a pool
-            that holds every CPU of the cluster waits for reads that can never be scheduled.
-        num_cpus, num_gpus: Per actor; torch runs ``num_cpus`` threads in each.
+            (min, max); None: Ray's autoscaling pool. A fixed pool that would hold every CPU of the cluster is
+            made smaller, with a warning (the tasks that read the data set need one).
+        num_cpus, num_gpus: Per actor; torch runs ``num_cpus`` threads in each. More than a node has is refused.
         **options: The metric's options (``idf=True``, ``centering="corpus"``, ...). The metric's extra
             inputs (ΔBLEU's ``reference_weights``) name columns, shaped as `reference`.
     Raises:
-        ValueError: A missing column, a bad option (the metric's own message), ``baseline="fit"``,
-            ``return_plans`` or batch centring without `index`.
+        TypeError: `ds` is not a Ray dataset; a column name, `concurrency` or a column's values of the wrong type
+            (naming the column and the row).
+        ValueError: A missing column, an empty data set, a bad option (the metric's own message), resources no
+            node has, ``baseline="fit"``, ``return_plans`` or batch centring without `index`.
     """
-    spec = registry.get(metric)
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"movers.integrations.ray.score: `block_size` must be a positive int, got {block_size!r}.")
-    extra_columns = {key: _names(options.pop(key), key) for key in spec.extra_inputs if key in options}
-    columns = _Columns(prediction, _names(reference, "reference"), extra_columns, index)
-    for key, reason in _REFUSED.items():
-        if options.get(key):
-            raise ValueError(f"{spec.slug}: {key} is refused on Ray: {reason}.")
-    o = make_options(spec, options)
-    checked_options(spec, options)
-    if getattr(o, "baseline", None) == "fit":
-        raise ValueError(f"{spec.slug}: baseline='fit' is fitted on random pairs of the whole call's texts, a pairing "
-                         f"Ray's blocks cannot make without a shuffle of every row; fit it once (a call with "
-                         f"baseline='fit' gives extra['baseline']) and pass that number, or baseline='bundled'.")
-    names = ds.schema().names
-    wanted = [columns.prediction, *columns.references, *(c for cols in extra_columns.values() for c in cols)]
-    missing = [c for c in (*wanted, *([index] if index else [])) if c not in names]
+    call = checked_call(metric, prediction=prediction, reference=reference, index=index, block_size=block_size,
+                        concurrency=concurrency, num_cpus=num_cpus, num_gpus=num_gpus, **options)
+    ray = _ray()
+    if not isinstance(ds, ray.data.Dataset):
+        raise TypeError(f"{WHO}: `ds` must be a ray.data.Dataset (ray.data.read_parquet(...), from_items(...), ...), "
+                        f"got {type(ds).__name__}.")
+    spec, columns = call.spec, call.columns
+    with _ours():  # blocks whose types Arrow cannot merge fail here
+        schema = ds.schema()
+    if schema is None:
+        raise ValueError(f"{WHO}: the data set is empty; expected at least one row.")
+    names = list(schema.names)
+    missing = [c for c in columns.wanted if c not in names]
     if missing:
-        raise ValueError(f"movers.integrations.ray.score: the data set has no column {missing[0]!r}; its columns "
-                         f"are {names}.")
+        raise ValueError(f"{WHO}: the data set has no column {missing[0]!r}; its columns are {names}.")
     if spec.slug in names:
-        raise ValueError(f"movers.integrations.ray.score: the data set already has a column {spec.slug!r}, the "
-                         f"name of the score column; rename it first.")
-    multiple = o.centering_batch if getattr(o, "centering", None) == "batch" else 1
-    if multiple > 1 and index is None:
-        raise ValueError(f"{spec.slug}: centering='batch' averages runs of {multiple} consecutive rows of the "
-                         f"input, and a Ray dataset keeps no row order (its blocks run and return in any order); "
-                         f"pass index=<a column with each row's position 0, 1, ...>, or use centering='corpus' "
-                         f"or a fitted table.")
-    threads = max(1, int(num_cpus)) if num_cpus else None
+        raise ValueError(f"{WHO}: the data set already has a column {spec.slug!r}, the name of the score column; "
+                         f"rename it first.")
+    pool = _fitted_pool(call, ray)
+    threads = max(1, int(call.num_cpus))  # torch threads per actor
     # Ray Data restarts a pool's actor whose process dies and retries the batches it held (max_restarts and
     # max_task_retries default to -1 for actor pools), and retries a task whose worker dies (max_retries -1);
-    # a batch that raises fails the run with its error
-    pool = ray.data.ActorPoolStrategy(size=concurrency) if isinstance(concurrency, int) else \
-        ray.data.ActorPoolStrategy(min_size=concurrency[0], max_size=concurrency[1]) if concurrency else \
-        ray.data.ActorPoolStrategy()
-    actor = {"batch_format": "pyarrow", "compute": pool, "num_cpus": num_cpus, "num_gpus": num_gpus}
-    common = (spec, dict(options), columns, threads)
+    # a batch that raises fails the run with its error. The actors' arguments wait in the object store (one
+    # ray.put each pass), so a restart needs no large inline argument.
+    strategy = ray.data.ActorPoolStrategy() if pool is None else \
+        ray.data.ActorPoolStrategy(min_size=pool[0], max_size=pool[1])
+    actor = {"batch_format": "pyarrow", "compute": strategy, "num_cpus": call.num_cpus, "num_gpus": call.num_gpus}
+    common = (spec, dict(call.options), columns, threads)
 
     # Blocks of at most `block_size` rows (Ray's streaming repartition: blocks split and combined as they stream,
     # no shuffle). A reader may return a whole data set as one block (Ray's Parquet reader does, up to 128 MiB),
     # and a block goes to one task or actor whole: without this, one actor of the pool scores every row while
     # the others wait.
-    ds = ds.repartition(target_num_rows_per_block=block_size)
+    ds = ds.repartition(target_num_rows_per_block=call.block_size)
     # the statistics pass, a partial per block; only corpus centring embeds texts there (an actor pool then,
     # holding the encoder for the pass); the others read texts with a tokenizer, in plain tasks on CPUs
-    statistics = (*common, block_size)
-    if getattr(o, "centering", None) == "corpus":
-        first = ds.map_batches(_StatisticsWorker, batch_size=None, fn_constructor_args=statistics, **actor)
+    statistics = (*common, call.block_size)
+    if getattr(call.resolved, "centering", None) == "corpus":
+        first = ds.map_batches(_StatisticsActor, batch_size=None, fn_constructor_args=(ray.put(statistics),),
+                               **actor)
     else:
-        tasks = concurrency if isinstance(concurrency, int) else concurrency[1] if concurrency else None
         first = ds.map_batches(_first_pass, batch_size=None, fn_args=(pickle.dumps(statistics),),
-                               batch_format="pyarrow", concurrency=tasks)
-    merged: dict[str, Any] | None = None
-    for batch in first.iter_batches(batch_size=None, batch_format="pyarrow"):
-        for blob in batch.column("partial").to_pylist():
-            merged = _merge(merged, pickle.loads(blob))
-    if merged is None:
-        raise ValueError("movers.integrations.ray.score: the data set is empty; expected at least one row.")
-    size, multiple = merged["n"], max(multiple, merged["multiple"])
-    totals = merged["totals"] if merged["asked"] else []
+                               batch_format="pyarrow", concurrency=None if pool is None else pool[1])
+    merged: Partial | None = None
+    with _ours():
+        for batch in first.iter_batches(batch_size=None, batch_format="pyarrow"):
+            for blob in batch.column("partial").to_pylist():
+                merged = pickle.loads(blob).merged(merged)
+    if merged is None or not merged.n:
+        raise ValueError(f"{WHO}: the data set is empty; expected at least one row.")
+    size, multiple = merged.n, max(call.multiple, merged.multiple)
+    totals = merged.totals if merged.asked else []
     if multiple > 1:
-        low, high, total = merged["index"]
+        low, high, total = merged.extra["index"]
         if (low, high, total) != (0, size - 1, size * (size - 1) // 2):
             raise ValueError(f"{spec.slug}: `index` column {index!r} must number the {size} rows 0..{size - 1} once "
                              f"each; it holds values from {low} to {high}.")
-    scoring = (*common, totals, size, spec.slug, multiple)
+    keep = ray.put((*common, totals, size, spec.slug, multiple))
     if multiple > 1:
         # hash-partitioned by run: every block holds whole runs of `multiple` consecutive positions
         run = f"__movers_run_{spec.slug}"
         keyed = ds.with_column(run, ray.data.expressions.col(str(index)) // multiple)
-        blocks = max(1, -(-size // block_size))
+        blocks = max(1, -(-size // call.block_size))
         rows = keyed.repartition(blocks, keys=[run]).drop_columns([run]).map_batches(
-            _ScoringActor, batch_size=None, fn_constructor_args=scoring, **actor)
+            _ScoringActor, batch_size=None, fn_constructor_args=(keep,), **actor)
     else:
-        rows = ds.map_batches(_ScoringActor, batch_size=block_size, fn_constructor_args=scoring, **actor)
-    signature = merged["signature"]
-    nrefs = merged["nrefs"]
+        rows = ds.map_batches(_ScoringActor, batch_size=call.block_size, fn_constructor_args=(keep,), **actor)
+    signature = merged.extra["signature"]
+    nrefs = merged.extra["nrefs"]
     if signature.get("nrefs") is not None:  # the whole data set's, as one call's
         signature = signature.set("nrefs", nrefs[0] if nrefs[0] == nrefs[1] else "var")
-    result = RayScores(rows=rows, column=spec.slug, signature=signature)
+    result = RayScores(rows=rows, column=spec.slug, signature=signature, _keep=keep)
     if not spec.corpus_from_segments:  # a corpus statistic from the summed statistics: one row scored with them
         sample = ds.limit(1).take_batch(1, batch_format="pyarrow")
-        whole = _Worker(spec, dict(options), columns, None).scored(sample, totals, size)  # the driver's threads kept
+        whole = _Worker(spec, dict(call.options), columns, None).scored(sample, totals, size)  # the driver's threads
         per_segment = set(spec.per_segment_outputs())
         result._score = whole.score
         result.extra = {k: v for k, v in whole.extra.items() if k not in per_segment and k != "empty_predictions"}

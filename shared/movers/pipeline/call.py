@@ -39,6 +39,7 @@ from ..core.scope import Scope, current_scope
 from ..core.signature import Signature, format_float, nrefs_label
 from ..core.spec import Inputs, MetricSpec
 from ..core.validation import check_list
+from .passes import check_split
 
 __all__ = ["MetricFunction", "score", "make_options", "checked_options", "settings_of", "EMPTY_CHOICES",
            "BASELINE_SEED", "bundled_baselines", "unicode_option", "normalised",
@@ -164,7 +165,9 @@ def score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str, 
     """Score with `spec`: the steps of this module's docstring. ``movers.<metric>`` calls it."""
     predictions, references = _materialise(predictions), _materialise(references)
     scope = current_scope()
-    with scope.call():  # a sharded scope tells every rank of a failure inside, a bad option's included
+    # a process group's ranks agree on the call first; a sharded scope tells every rank of a failure inside, a bad
+    # option's included
+    with scope.call(spec, options, (predictions, references, extra)):
         o = make_options(spec, options)
         return scope.finish(spec, o, _score(spec, predictions, references, extra, o, scope))
 
@@ -173,10 +176,8 @@ def _score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str,
            scope: Scope) -> Scores:
     name = spec.name(o)
     _check_front(name, spec, o)
-    if getattr(o, "baseline", None) == "fit" and scope.partial:
-        raise ValueError(f"{name}: baseline='fit' pairs each prediction with another segment's references drawn "
-                         f"from the whole call, which no rank holds here; fit it once (a call with "
-                         f"baseline='fit' gives extra['baseline']) and pass that number, or baseline='bundled'.")
+    if scope.partial:
+        check_split(name, o, part="rank")
     verbose = bool(getattr(o, "verbose", False))
     with progress.call_progress(name, _pair_count(spec, name, predictions, references, o) if verbose else None,
                                 verbose):

@@ -53,6 +53,7 @@ from ..text.centering import (
 from ..text.embedding import DEFAULT_LONG_TEXTS, Encoder, LongTexts
 from ..text.embedding_cache import EmbeddingCache, resolve_cache, using_cache
 from .call import empty_predictions_option, unicode_option
+from .passes import run_length
 
 __all__ = ["EmbeddingMetric", "EmbeddingOptions", "Context", "Chunk", "long_texts_option", "model_option",
            "encoder_option"]
@@ -201,7 +202,7 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
 
     def chunks(self, ctx: C, predictions: list[Any], references: list[list[Any]]) -> list[range]:
         """Consecutive ranges of segments embedded and scored together (whole centring batches)."""
-        return segment_chunks(len(predictions), CHUNK, self._multiple(ctx.options))
+        return segment_chunks(len(predictions), CHUNK, run_length(ctx.options))
 
     @abstractmethod
     def embed(self, ctx: C, texts: list[Any]) -> list[Any]:
@@ -243,10 +244,6 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
 
     # ------------------------------------------------------------------------------------- run
 
-    @staticmethod
-    def _multiple(o: Any) -> int:
-        return o.centering_batch if isinstance(o.centering, str) and o.centering == "batch" else 1
-
     def _load(self, ctx: C, predictions: list[Any], references: list[list[Any]], chunk: range) -> Chunk:
         group = ReferenceGroups.of(references[chunk.start:chunk.stop])
         items = self.embed(ctx, predictions[chunk.start:chunk.stop] + group.flat)
@@ -272,7 +269,7 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
         self.guard(ctx, inputs)
         groups = ReferenceGroups.of(inputs.references)
         k = o.centering_batch
-        part = scope.part(len(inputs), multiple=self._multiple(o))
+        part = scope.part(len(inputs), multiple=run_length(o))
         preds, refs = inputs.predictions[part.start:part.stop], inputs.references[part.start:part.stop]
         stats = self.statistics(ctx, preds, ReferenceGroups.of(refs))
         chunks = self.chunks(ctx, preds, refs)

@@ -2,10 +2,10 @@
 
 :func:`score_stream` feeds ``block_size`` segments at a time to a metric. Statistics that make a score
 depend on the rest of the call (per-call IDF, corpus centring, ΔBLEU's corpus sums) are computed in a
-first pass over the whole stream, through the same :class:`~movers.core.scope.Scope` hooks that
-distributed scoring uses: the first pass runs each block only up to the point where the metric has
-built them (tokenisation for IDF, embedding for corpus centring, n-gram counting for ΔBLEU), the
-second pass scores each block with the totals. The result equals one call on the whole corpus (to
+first pass over the whole stream (the two passes of :mod:`movers.pipeline.passes`, which Ray Data's scoring
+runs too): the first pass runs each block only up to the point where the metric has built them (tokenisation
+for IDF, embedding for corpus centring, n-gram counting for ΔBLEU), the second pass scores each block with the
+totals. The result equals one call on the whole corpus (to
 float32 rounding), with the same signature. TWMD's batch centring needs no first pass: blocks are
 whole centring batches.
 """
@@ -18,67 +18,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..core.result import Scores
-from ..core.scope import Scope, add_totals, use_scope
+from ..core.scope import use_scope
 from ..core.spec import MetricSpec
 from .call import make_options, score
+from .passes import ScoringPass, StatisticsCollected, StatisticsPass, check_split, run_length
 
 __all__ = ["score_stream"]
 
 _END = object()
-
-
-class _Collected(Exception):
-    """Raised at ``statistics_done`` in the first pass: the block's statistics are recorded."""
-
-
-class _FirstPass(Scope):
-    """Records each block's local sums (in the order the metric asks for them) and stops the metric."""
-
-    def __init__(self) -> None:
-        self.totals: list[Any] = []
-        self._k = 0
-        self.asked = False
-
-    def begin(self) -> None:
-        self._k = 0
-
-    def total(self, value):
-        self.asked = True
-        if self._k == len(self.totals):
-            self.totals.append(value)
-        else:
-            self.totals[self._k] = add_totals(self.totals[self._k], value)
-        self._k += 1
-        return value
-
-    def statistics_done(self) -> None:
-        raise _Collected
-
-
-class _SecondPass(Scope):
-    """Hands the metric the stream's totals; each block is one whole-call part starting at `offset`."""
-
-    def __init__(self, totals: list[Any], size: int | None) -> None:
-        self.totals, self.size, self.offset, self._k = totals, size, 0, 0
-
-    def begin(self, offset: int) -> None:
-        self.offset, self._k = offset, 0
-
-    def part(self, n: int, *, multiple: int = 1) -> range:
-        if self.offset % multiple:
-            raise ValueError(f"score_stream: block at segment {self.offset} does not start a batch of {multiple} "
-                             f"segments; choose a `block_size` that is a multiple of {multiple}.")
-        return range(n)
-
-    def total(self, value):
-        if not self.totals:  # no first pass was needed
-            return value
-        out = self.totals[self._k]
-        self._k += 1
-        return out
-
-    def call_size(self, n: int) -> int:
-        return self.size if self.size is not None else n
 
 
 def _rows(predictions: Any, references: Any, columns: Sequence[str]) -> Iterator[tuple[Any, Any]]:
@@ -148,13 +95,9 @@ def score_stream(spec: MetricSpec, predictions: Any, references: Any = None, *,
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise ValueError(f"score_stream: `block_size` must be a positive int, got {block_size!r}.")
     o = make_options(spec, options)
-    if getattr(o, "baseline", None) == "fit":
-        raise ValueError("score_stream: baseline='fit' is fitted on the texts of one call, so each block would get "
-                         "its own; fit it once (a call with baseline='fit' gives extra['baseline']) and pass that "
-                         "number, or use baseline='bundled'.")
-    if getattr(o, "centering", None) == "batch":  # blocks of whole centring batches: batch centring stays block-local
-        k = o.centering_batch
-        block_size = -(-block_size // k) * k
+    check_split("score_stream", o, part="block")
+    k = run_length(o)  # blocks of whole centring batches: batch centring stays block-local
+    block_size = -(-block_size // k) * k
 
     def fn(preds: list, refs: list, offset: int) -> Scores:
         try:
@@ -164,7 +107,7 @@ def score_stream(spec: MetricSpec, predictions: Any, references: Any = None, *,
                 raise
             raise type(e)(_POSITION.sub(lambda m: f"`{m[1]}[{int(m[2]) + offset}]", str(e))) from None
 
-    first = _FirstPass()
+    first = StatisticsPass()
     reiterable = _reiterable(predictions) and _reiterable(references)
     blocks = _blocks(_rows(predictions, references, columns), block_size)
     size: int | None = 0
@@ -175,7 +118,7 @@ def score_stream(spec: MetricSpec, predictions: Any, references: Any = None, *,
             first.begin()
             try:
                 fn(preds, refs, size or 0)
-            except _Collected:
+            except StatisticsCollected:
                 pass
             size += len(preds)  # type: ignore[operator]
             if not first.asked:  # these options have no call-level statistics: one pass is enough
@@ -189,7 +132,7 @@ def score_stream(spec: MetricSpec, predictions: Any, references: Any = None, *,
                                  f"iterator; pass lists, a datasets.Dataset or another re-iterable.")
     if reiterable:
         blocks = _blocks(_rows(predictions, references, columns), block_size)
-    second = _SecondPass(first.totals, size)
+    second = ScoringPass(first.totals, size)
     results: list[Scores] = []
     offset = 0
     with use_scope(second):

@@ -395,11 +395,8 @@ class Encoder:
     def load(self) -> Encoder:
         """Load the model now and check the layer and window against it (a bad model, layer or window fails
         here); returns self."""
-        if not self.layers:
+        if not self.layers:  # the backbone is loaded and the window checked on the way
             raise ValueError("Encoder: no layer selected.")
-        if self.window_size is not None and self.window_size > self.backbone.window:
-            raise ValueError(f"Encoder: `window_size` {self.window_size} exceeds the {self.backbone.window} "
-                             f"positions of {self.name}; pass at most {self.backbone.window}, or None.")
         return self
 
     @property
@@ -443,7 +440,8 @@ class Encoder:
         ``window[256,o=0.5]`` or ``truncate[256]``."""
         if self.window_size is None and self.window_overlap == 0.5:
             return self.long_texts
-        size = self.backbone.window if self.window_size is None else self.window_size
+        window = self.backbone.window  # and a `window_size` the model cannot read is refused
+        size = window if self.window_size is None else self.window_size
         if self.long_texts == "window":
             return f"window[{size},o={self.window_overlap:g}]"
         return f"{self.long_texts}[{size}]" if self.window_size is not None else self.long_texts
@@ -467,7 +465,19 @@ class Encoder:
 
     @property
     def backbone(self) -> _Backbone:
-        return load_backbone(self.model_id, self.device, self.dtype)
+        """The tokenizer and model (weights on first use); a `window_size` the model cannot read is refused here,
+        at the first use of the model, so no reading and no signature names a window that was not read."""
+        bb = load_backbone(self.model_id, self.device, self.dtype)
+        if self.window_size is not None:
+            specials = len(bb.prefix) + len(bb.suffix)
+            if self.window_size > bb.window:
+                raise ValueError(f"Encoder: `window_size` {self.window_size} exceeds the {bb.window} positions of "
+                                 f"{bb.name}; pass at most {bb.window}, or None (the model's window).")
+            if self.window_size <= specials:
+                raise ValueError(f"Encoder: `window_size` {self.window_size} leaves no position for text beside the "
+                                 f"{specials} special tokens of {bb.name}; pass more than {specials}, at most "
+                                 f"{bb.window}.")
+        return bb
 
     @property
     def name(self) -> str:

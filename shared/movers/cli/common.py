@@ -1,0 +1,242 @@
+"""What the ``movers`` commands share: their one-line errors, reading text files, ``--opt`` parsing, scoring texts
+with several metrics, and rendering what ``movers score`` prints.
+
+Every problem with a command's input is a :class:`UsageError`, printed by :func:`guarded` as one line on stderr
+(``<prog>: error: ...``) with exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import metrics as registry
+from ..core.options import scalar_kind
+from ..core.significance import Interval, seed_label
+from ..core.spec import MetricSpec
+from .tables import TEXT_WIDTH, number, render_comparison, rounded
+
+__all__ = ["UsageError", "guarded", "read_lines", "cli_options", "parse_options", "RESERVED", "where",
+           "metric_kwargs", "score_texts", "render"]
+
+RESERVED = {"verbose", "return_matching", "return_plans"}
+"""Options that the command line sets itself (or that change the result's type): not ``--opt`` options."""
+
+
+class UsageError(Exception):
+    """Bad input or options; printed as one line, exit status 2."""
+
+
+def guarded(prog: str, run: Callable[[Sequence[str]], int], argv: Sequence[str] | None) -> int:
+    """Run a subcommand; a :class:`UsageError` becomes one line on stderr and exit status 2."""
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except UsageError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+
+
+# ----------------------------------------------------------------------------- input files
+
+
+def read_lines(path: str, what: str) -> list[str]:
+    """Lines of a UTF-8 file (``-`` = stdin) without their line ends; a missing or empty file is an error.
+    Both are read as bytes and decoded strictly (not with the locale's ``surrogateescape``): bytes that are
+    not UTF-8 are an error naming the line. Line ends are Python's universal newlines: ``\\n``, ``\\r\\n`` and
+    ``\\r`` (old Mac files) each end a line, so one file gives the same lines in any of the three."""
+    if path == "-":
+        stdin = sys.stdin
+        data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode("utf-8", "surrogatepass")
+        name = "<stdin>"
+    else:
+        p = Path(path)
+        if not p.exists():
+            raise UsageError(f"{what} file {path!r} does not exist.")
+        if not p.is_file():
+            raise UsageError(f"{what} file {path!r} is not a regular file.")
+        try:
+            data = p.read_bytes()
+        except OSError as e:
+            raise UsageError(f"cannot read {what} file {path!r}: {e.strerror}.") from None
+        name = path
+    text = decoded(data, f"{what} {'<stdin>' if path == '-' else f'file {path!r}'}")
+    text = universal(text)
+    if text.endswith("\n"):
+        text = text[:-1]
+    if text == "":
+        raise UsageError(f"{what} {name!r} is empty; expected one text per line.")
+    # split on line ends only (str.splitlines would also split on U+2028 etc. and shift the alignment)
+    return text.split("\n")
+
+
+def decoded(data: bytes, where_: str, first_line: int = 1) -> str:
+    """`data` decoded as UTF-8, strictly; bytes that are not are a :class:`UsageError` naming `where_` and the line
+    (counted from `first_line`)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = universal(data[:e.start]).count(b"\n") + first_line
+        raise UsageError(f"{where_} is not UTF-8 text: line {line} has {e.reason} at byte {e.start} "
+                         f"of the input.") from None
+
+
+def universal(text: Any) -> Any:
+    """``\\r\\n`` and ``\\r`` as ``\\n`` (str or bytes), as Python's text mode reads them."""
+    crlf, cr, lf = ("\r\n", "\r", "\n") if isinstance(text, str) else (b"\r\n", b"\r", b"\n")
+    return text.replace(crlf, lf).replace(cr, lf)
+
+
+# ----------------------------------------------------------------------------- --opt parsing
+
+
+def _typed_value(option: str, raw: str, kind: str) -> Any:
+    """Type ``raw`` for an option of `kind` (:func:`movers.core.options.scalar_kind`): the raw text for
+    text options, else a JSON literal (numbers, true/false/null, lists), checked against int/float/bool."""
+    if kind == "str":
+        return None if raw == "null" else raw
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+        raise UsageError(f"--opt {option}: expected an integer, got {raw!r}.")
+    if kind == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise UsageError(f"--opt {option}: expected a number, got {raw!r}.")
+    if kind == "bool" and not isinstance(value, bool):
+        raise UsageError(f"--opt {option}: expected true or false, got {raw!r}.")
+    return value
+
+
+def cli_options(spec: MetricSpec) -> dict[str, str]:
+    """name -> scalar kind of the options ``--opt`` can set for `spec` (declared ``cli``, not reserved)."""
+    return {f.name: scalar_kind(f.hint) for f in spec.options if f.info.cli and f.name not in RESERVED}
+
+
+def parse_options(items: Sequence[str], slugs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``key=value`` (every selected metric that has `key`) or ``slug.key=value`` (one metric) -> kwargs per slug.
+
+    Values are typed by the metric's option declarations: JSON literals (``0.05``, ``true``, ``[-5, -1]``,
+    ``null``) for non-text options, the raw text for text options. A key that no selected metric accepts
+    is an error naming the option and the accepted keys.
+    """
+    functions = {slug: cli_options(registry.get(slug)) for slug in slugs}
+    out: dict[str, dict[str, Any]] = {slug: {} for slug in functions}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--opt {item!r}: expected key=value (or metric.key=value).")
+        slug, dot, name = key.rpartition(".")
+        if dot and slug not in functions:
+            raise UsageError(f"--opt {item}: {slug!r} is not among the selected metrics {sorted(functions)}.")
+        targets = [slug] if dot else list(functions)
+        applied = False
+        for target in targets:
+            kinds = functions[target]
+            if name in kinds:
+                out[target][name] = _typed_value(item, raw, kinds[name])
+                applied = True
+        if not applied:
+            accepted = sorted({p for t in targets for p in functions[t]})
+            raise UsageError(f"--opt {item}: unknown option {name!r} for {', '.join(targets)}; "
+                             f"accepted: {', '.join(accepted)}.")
+    return out
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def where(message: str, hyp_name: str, ref_names: Sequence[str], first_line: int = 1) -> str:
+    """A metric's ``predictions[i]`` / ``references[i][j]`` message with the file and line added (line 1 of the
+    texts passed is line `first_line` of each file)."""
+    m = re.search(r"`references\[(\d+)\]\[(\d+)\]`", message)
+    if m:
+        i, j = int(m.group(1)), int(m.group(2))
+        if j < len(ref_names):
+            return f"{message} (line {i + first_line} of {ref_names[j]})"
+    m = re.search(r"`predictions\[(\d+)\]`", message)
+    if m:
+        return f"{message} (line {int(m.group(1)) + first_line} of {hyp_name})"
+    return message
+
+
+def metric_kwargs(slugs: Sequence[str], options: dict[str, dict[str, Any]], verbose: bool) -> dict[str, dict]:
+    """Each metric's keyword arguments: its ``--opt`` options, and ``verbose`` where the metric has it."""
+    return {slug: {**options.get(slug, {}),
+                   **({"verbose": verbose} if registry.get(slug).has_option("verbose") else {})}
+            for slug in slugs}
+
+
+def score_texts(slugs: Sequence[str], predictions: list[str], references: list[list[str]],
+                options: dict[str, dict[str, Any]], *, verbose: bool = False) -> dict[str, Any]:
+    """Run each metric once on the same texts, sharing one encoder pass (:func:`movers.compare` with one
+    system); {slug: movers.Scores}."""
+    from ..api.comparison import compare
+
+    comparison = compare(slugs, {"": predictions}, references, metric_options=metric_kwargs(slugs, options, verbose))
+    return {slug: comparison[slug][""].result for slug in slugs}
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def render(args: argparse.Namespace, results: Any, intervals: dict[str, Interval] | None = None) -> str:
+    """What ``movers score`` prints, in ``args.format`` with ``args.width`` decimals: for one system (`results`:
+    {slug: a result with ``score``, ``signature`` and ``scores``}) a ``<signature> = <score>`` line per metric as
+    sacreBLEU prints it (with the interval of `intervals`), JSON, TSV or CSV, with ``args.per_segment`` one score
+    per hypothesis too; for several systems (`results`: a :class:`movers.Comparison`) the tables of
+    :mod:`movers.cli.tables`."""
+    if not isinstance(results, dict):
+        return render_comparison(results, fmt=args.format, width=args.width, per_segment=args.per_segment,
+                                 titles={slug: registry.get(slug).title for slug in results.metrics})
+    intervals = intervals or {}
+    width = TEXT_WIDTH if args.width is None else args.width
+    slugs = list(results)
+    if args.format == "json":
+        payload: dict[str, Any] = {}
+        for slug, res in results.items():
+            entry: dict[str, Any] = {"score": res.score, "signature": str(res.signature)}
+            if args.per_segment:
+                entry["scores"] = list(res.scores)
+            if slug in intervals:
+                entry["confidence"] = intervals[slug].to_dict()
+            payload[slug] = entry
+        return json.dumps(rounded(payload, args.width), indent=1, ensure_ascii=False) + "\n"
+    if args.format in ("tsv", "csv"):
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter="\t" if args.format == "tsv" else ",", lineterminator="\n")
+        if args.per_segment:
+            writer.writerow(["segment", *slugs])
+            n = len(next(iter(results.values())).scores)
+            for i in range(n):
+                writer.writerow([i + 1, *(number(results[s].scores[i], args.width) for s in slugs)])
+        else:
+            header = ["metric", "score"]
+            if intervals:
+                header += ["mean", "half_width", "low", "high"]
+            writer.writerow(header + ["signature"])
+            for slug, res in results.items():
+                row = [slug, number(res.score, args.width)]
+                if intervals:
+                    ci = intervals[slug]
+                    row += [number(x, args.width) for x in (ci.mean, ci.half_width, ci.low, ci.high)]
+                writer.writerow(row + [str(res.signature)])
+        return buf.getvalue()
+    lines = []
+    for slug, res in results.items():
+        if args.per_segment:
+            lines += [f"{slug}\t{i + 1}\t{s:.{width}f}" for i, s in enumerate(res.scores)]
+        if slug in intervals:
+            ci = intervals[slug]
+            lines.append(f"{res.signature}|bs:{ci.samples}|seed:{seed_label(ci.seed)} = {res.score:.{width}f} "
+                         f"(μ = {ci.mean:.{width}f} ± {ci.half_width:.{width}f}, 95% CI [{ci.low:.{width}f}, "
+                         f"{ci.high:.{width}f}])")
+        else:
+            lines.append(f"{res.signature} = {res.score:.{width}f}")
+    return "\n".join(lines) + "\n"
