@@ -189,24 +189,24 @@ def test_every_printed_signature_names_the_same_library_versions():
 
 @pytest.mark.parametrize("slug", ["moverscore", "sms", "s_wms", "twmd", "lazy_emd", "delta_bleu"])
 def test_card_option_table_is_the_declaration(slug):
-    """The card's option table is generated from the spec: run `python -m movers.integrations.hub.cards --write`."""
+    """The card's option table is generated from the spec: run `python -m shared.bench cards --write`."""
     import movers
-    from movers.integrations.hub.cards import sync
+    from shared.bench.cards import sync
 
     card = (REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8")
     assert sync(card, movers.metrics.get(slug)) == card, (
         f"cards/{slug}.md's option table differs from its declaration; run "
-        f"`python -m movers.integrations.hub.cards --write`")
+        f"`python -m shared.bench cards --write`")
 
 
 def test_the_shared_options_are_the_declarations():
     """The options several metrics declare alike are said once, on the input rules' page, generated from their
     declarations; every such option is one every card names rather than describes."""
-    from movers.integrations.hub.cards import SHARED_BEGIN, SHARED_END, SHARED_PAGE, shared_options, shared_table
+    from shared.bench.cards import SHARED_BEGIN, SHARED_END, SHARED_PAGE, shared_options, shared_table
 
     text = (REPO / SHARED_PAGE).read_text(encoding="utf-8")
     assert text[text.index(SHARED_BEGIN):text.index(SHARED_END) + len(SHARED_END)] == shared_table(), (
-        f"{SHARED_PAGE}'s shared options differ from the declarations; run `python -m movers.integrations.hub.cards "
+        f"{SHARED_PAGE}'s shared options differ from the declarations; run `python -m shared.bench cards "
         f"--write`")
     assert {f.name for f, _ in shared_options()} >= {"long_texts", "unicode", "empty_predictions"}
 
@@ -498,7 +498,7 @@ def test_a_default_named_in_prose_is_the_declared_one():
 # ------------------------------------------------------------------------------ module READMEs and addresses
 
 def _links(text: str) -> list[str]:
-    from movers.integrations.hub.cards import rewrite_links
+    from shared.bench.cards import rewrite_links
 
     found: list[str] = []
     rewrite_links(text, lambda link: found.append(link))
@@ -524,7 +524,7 @@ def test_every_link_of_a_module_readme_works_from_its_folder(slug):
     alone: a relative link names a file of the folder; a link into the site names a page the site builds and a
     section it has; a link into the repository names a file it holds. The addresses come from pyproject.toml."""
     import movers
-    from movers.integrations.hub.cards import project_urls, site_map
+    from shared.bench.cards import project_urls, site_map
 
     pytest.importorskip("markdown")
     urls = project_urls(REPO)
@@ -558,9 +558,9 @@ def test_every_link_of_a_module_readme_works_from_its_folder(slug):
 
 @pytest.mark.parametrize("slug", CARD_SLUGS)
 def test_each_module_readme_is_its_card_made_for_its_folder(slug):
-    """The README is written from the card (`python -m movers.integrations.hub.cards --write`), and says how to
+    """The README is written from the card (`python -m shared.bench cards --write`), and says how to
     install what the module needs."""
-    from movers.integrations.hub.cards import module_readme
+    from shared.bench.cards import module_readme
 
     card = (REPO / "cards" / f"{slug}.md").read_text(encoding="utf-8")
     readme = (REPO / "metrics" / slug / "README.md").read_text(encoding="utf-8")
@@ -569,7 +569,7 @@ def test_each_module_readme_is_its_card_made_for_its_folder(slug):
 
 
 def test_module_readme_links_leave_the_folder_as_absolute_addresses():
-    from movers.integrations.hub.cards import module_readme, project_urls
+    from shared.bench.cards import module_readme, project_urls
 
     urls = project_urls(REPO)
     card = ("[a](../docs/cli.md#score-files) [b](../docs/metrics/index.md) ![c](lazy_emd_matching.png) [d](sms.md) "
@@ -585,7 +585,7 @@ def test_module_readme_links_leave_the_folder_as_absolute_addresses():
 def test_the_projects_addresses_are_the_declared_ones():
     """Every address of the project written in the README, the changelog, the cards and the pages starts with one
     of pyproject.toml's [project.urls], the one place they are declared."""
-    from movers.integrations.hub.cards import project_urls
+    from shared.bench.cards import project_urls
 
     bases = tuple(u.rstrip("/") for u in project_urls(REPO).values())
     written = [(p, m.group(0)) for p in [*USER_READ, REPO / "CHANGELOG.md"]

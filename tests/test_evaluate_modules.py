@@ -37,12 +37,12 @@ def test_module_folder_layout(name):
         assert (folder / f).is_file(), f"metrics/{name}/{f} is missing"
     card = REPO / "cards" / f"{name}.md"
     assert card.is_file(), f"cards/{name}.md is missing"
-    from movers.integrations.hub.cards import module_readme
+    from shared.bench.cards import module_readme
 
     assert (folder / "README.md").read_text(encoding="utf-8") == module_readme(
         card.read_text(encoding="utf-8"), name, REPO), (
         f"metrics/{name}/README.md is not cards/{name}.md made for its folder; run "
-        f"`python -m movers.integrations.hub.cards --write`")
+        f"`python -m shared.bench cards --write`")
     header = card.read_text(encoding="utf-8").split("---")[1]
     for key in ("title:", "emoji:", "colorFrom:", "colorTo:", "sdk:", "sdk_version:", "app_file:", "pinned:",
                 "tags:", "description:"):

@@ -21,6 +21,7 @@ STUDIES: dict[str, str] = {
     "ray": "ray",
     "baselines": "baselines",
     "docs": "docs",
+    "cards": "cards",
 }
 """Study name -> the module of this package that runs it."""
 

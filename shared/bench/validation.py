@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from movers import metrics as registry
-from movers.integrations.hub.cards import write_card
+from shared.bench.cards import write_card
 
 from .suite import run_suite
 

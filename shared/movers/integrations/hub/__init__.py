@@ -1,3 +1,4 @@
 """The evaluate modules and the Hub: each metric as an ``evaluate.EvaluationModule`` generated from its declaration
-(:mod:`.evaluate_module`), loaded and registered for offline bare-name ``evaluate.load`` (:mod:`.loading`), and the
-parts of its card (its README on the Hub) generated from the same declaration (:mod:`.cards`)."""
+(:mod:`.evaluate_module`), loaded and registered for offline bare-name ``evaluate.load`` (:mod:`.loading`). The
+cards those modules show on the Hub are written from the same declarations in a checkout (``python -m shared.bench
+cards``)."""

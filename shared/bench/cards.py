@@ -1,4 +1,5 @@
-"""The metric cards and the module READMEs made from them.
+"""``python -m shared.bench cards``: write the generated parts of the metric cards, and the module READMEs
+made from them.
 
 ``cards/<slug>.md`` is each metric's card: its page in the documentation site, and, as
 ``metrics/<slug>/README.md``, what the Hub shows for its evaluate module and its Space. Two parts of a card come
@@ -15,7 +16,7 @@ them at its pages. A module README is read from its folder alone (a Hub module o
 :func:`module_readme` writes it with every link that leaves the folder made absolute, from the one base declared
 in ``[project.urls]`` (``Documentation`` for the site's pages, ``Repository`` for other files).
 
-    python -m movers.integrations.hub.cards --write    # rewrite the generated parts of every card, and each README
+    python -m shared.bench cards --write    # rewrite the generated parts of every card, and each README
 """
 from __future__ import annotations
 
@@ -26,19 +27,21 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ... import metrics as registry
-from ...core.options import OptionField, type_text
-from ...core.spec import MetricSpec
-from ...pipeline.call import make_options
-from .. import TORCH_INDEX, TORCH_VERSION
+from movers import metrics as registry
+from movers.core.options import OptionField, type_text
+from movers.core.spec import MetricSpec
+from movers.integrations import TORCH_INDEX, TORCH_VERSION
+from movers.pipeline.call import make_options
+
+from . import CHECKOUT
 
 __all__ = ["options_table", "option_rows", "install_block", "sync", "module_readme", "write_card", "project_urls",
            "site_map", "card_slugs", "rewrite_links", "outside_fences", "shared_options", "shared_table", "BEGIN",
            "END", "INSTALL_BEGIN", "INSTALL_END", "SHARED_BEGIN", "SHARED_END", "SHARED_PAGE", "CARDS"]
 
-BEGIN = "<!-- options: generated from the metric's declaration by `python -m movers.integrations.hub.cards --write` -->"
+BEGIN = "<!-- options: generated from the metric's declaration by `python -m shared.bench cards --write` -->"
 END = "<!-- /options -->"
-INSTALL_BEGIN = "<!-- install: generated from pyproject.toml by `python -m movers.integrations.hub.cards --write` -->"
+INSTALL_BEGIN = "<!-- install: generated from pyproject.toml by `python -m shared.bench cards --write` -->"
 INSTALL_END = "<!-- /install -->"
 
 CARDS = "cards"
@@ -47,17 +50,11 @@ CARDS = "cards"
 
 # ---------------------------------------------------------------------------------------- declarations
 
-def _checkout() -> Path | None:
-    """The repository holding this package's pyproject.toml (a source checkout), else None."""
-    root = Path(__file__).resolve().parents[4]
-    return root if (root / "pyproject.toml").is_file() and (root / "shared" / "movers").is_dir() else None
-
-
 def project_urls(repo: str | Path | None = None) -> dict[str, str]:
     """The project's addresses: ``[project.urls]`` of the checkout's pyproject.toml, else the installed
     distribution's ``Project-URL`` metadata (which a build writes from the same table)."""
-    root = Path(repo) if repo is not None else _checkout()
-    if root is not None and (root / "pyproject.toml").is_file():
+    root = Path(repo) if repo is not None else CHECKOUT
+    if (root / "pyproject.toml").is_file():
         try:
             import tomllib
         except ModuleNotFoundError:  # Python 3.10: the installed metadata below
@@ -133,7 +130,7 @@ def module_readme(card: str, slug: str, repo: Path | None = None) -> str:
     """The README of ``metrics/<slug>/``: the card with every link that leaves the folder absolute. A page of the
     site becomes ``<Documentation><page>.html``, another repository file ``<Repository>/blob/main/<path>``; a
     file beside the card (a picture the module folder holds too) stays relative."""
-    repo = repo or _checkout() or Path.cwd()
+    repo = repo or CHECKOUT
     urls = project_urls(repo)
     docs, source = urls["Documentation"].rstrip("/") + "/", urls["Repository"].rstrip("/")
 
@@ -236,7 +233,7 @@ def options_table(spec: MetricSpec, repo: Path | None = None) -> str:
 
 
 SHARED_BEGIN = ("<!-- shared options: generated from the metrics' declarations by "
-                "`python -m movers.integrations.hub.cards --write` -->")
+                "`python -m shared.bench cards --write` -->")
 SHARED_END = "<!-- /shared options -->"
 SHARED_PAGE = "docs/inputs.md"
 """The page that holds the options the metrics share, in full."""
@@ -275,9 +272,9 @@ def sync(text: str, spec: MetricSpec, repo: Path | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m movers.integrations.hub.cards", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m shared.bench cards", description=__doc__.split("\n")[0])
     p.add_argument("--write", action="store_true", help="rewrite the cards and READMEs (default: list the stale ones)")
-    p.add_argument("--repo", default=str(_checkout() or Path.cwd()), help="the repository root")
+    p.add_argument("--repo", default=str(CHECKOUT), help="the repository root")
     args = p.parse_args(argv)
     repo = Path(args.repo)
     stale = []
