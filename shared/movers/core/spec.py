@@ -9,7 +9,6 @@ metric. A registry (:mod:`movers.metrics`) lists the specs.
 """
 from __future__ import annotations
 
-import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -229,8 +228,3 @@ class MetricSpec(ABC, Generic[OptionsT]):
 
     def per_segment_outputs(self) -> tuple[str, ...]:
         return (*SEGMENT_OUTPUTS, *(o.name for o in self.outputs if o.per_segment))
-
-
-def finite_or_text(x: float) -> float | str:
-    """JSON-safe number (inf -> "inf")."""
-    return x if math.isfinite(x) else repr(x)

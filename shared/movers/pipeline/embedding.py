@@ -42,7 +42,6 @@ from ..core.scope import current_scope
 from ..core.signature import Signature
 from ..core.spec import Inputs, MetricSpec
 from ..text.centering import (
-    CENTERINGS,
     Centering,
     CenteringSpec,
     centering_label,
@@ -338,10 +337,3 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
     @staticmethod
     def _center_label(o: Any, mode: CenteringSpec, k: int) -> str:
         return "corpus" if isinstance(o.centering, str) and o.centering == "corpus" else centering_label(mode, k)
-
-
-def check_centring_type(name: str, centering: Any) -> None:
-    """`centering` is a mode name or a fitted table (for metrics that check it before the pipeline)."""
-    if not isinstance(centering, (str, Centering)):
-        raise TypeError(f"{name}: `centering` must be one of {list(CENTERINGS)} or a fitted movers.Centering, "
-                        f"got {type(centering).__name__}.")
