@@ -299,7 +299,7 @@ def _reference_index(names: list[PublicName]) -> str:
     for entry in names:
         lines.append(f"| [`movers.{entry.name}`]({_anchor(entry)}) | {entry.kind} | {_cell(entry.summary)} |")
     lines += ["", "## Command line", "", "`movers --help` (each command's own `--help` lists its options):", "",
-              "```text", (cli.__doc__ or "").strip("\n"), "```", ""]
+              "```text", cli.USAGE.strip("\n"), "```", ""]
     return "\n".join(lines)
 
 

@@ -2,13 +2,15 @@
 
     >>> import movers
     >>> metric = movers.load("moverscore")          # the evaluate module, offline
-    >>> movers.moverscore(["the cat sat"], ["a cat sat"]).score   # the typed core  # doctest: +SKIP
+    >>> result = movers.moverscore(["the cat sat"], ["a cat sat"])   # the typed core
 
 The package is layered; each layer imports only the ones before it:
 ``core`` (transport, histograms, references, results, signatures, options, the metric spec, scopes) <
 ``text`` (encoders, static vectors, filters, sentences, IDF, centring, guards) < ``pipeline`` (the one
-scoring pipeline, its front, streaming, centring fits) < ``metrics`` (one declaration per metric and the
-registry) < ``integrations`` (evaluate modules, explain, reward, Space) < ``cli``.
+scoring pipeline, its front, the two-pass protocol, streaming, centring fits) < ``metrics`` (one declaration per
+metric and the registry) < ``api`` (explain, stream, fit and compare by a metric's name) < ``integrations``
+(evaluate modules and the Hub, Spaces, the harnesses, training loops, Ray) < ``cli`` (the ``movers`` command).
+``torchmetrics`` is the public path of the torchmetrics classes (``from movers.torchmetrics import TWMD``).
 
 ``movers.<slug>`` is each registered metric's function (see :mod:`movers.metrics`). Heavy dependencies
 (torch, transformers, evaluate) are imported on first use, not at import.

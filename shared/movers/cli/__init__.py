@@ -1,18 +1,10 @@
-"""movers: optimal-transport metrics for generated text (command line).
+"""The ``movers`` command: what works from the installed wheel on a user's own files.
 
-usage: movers COMMAND [options]      (movers COMMAND --help for its options)
-
-    movers score -m SLUG -r REFS -c HYPS   score a hypothesis file against reference files (sacreBLEU-style)
-    movers explain -m SLUG HYP REF -o plan.png   heatmap of one pair's transport plan
-    movers demo                      score a few real sentence pairs with evaluate.load("moverscore")
-    movers register                  register the evaluate modules for bare-name offline loading
-    movers space build <slug|all> <dir>   Hugging Face Space folders (see movers.space)
-    movers cache info|clear [--cache DIR]   an embedding cache folder (movers score --cache DIR, MOVERS_CACHE)
-    movers lm-eval tasks             print the lm-evaluation-harness task folder (lm-eval run --include_path DIR)
-    movers --version                 print the version
-
-The studies, timings and the documentation site run from a checkout of the repository, at its root:
-python -m shared.bench STUDY (docs/development.md).
+A module per command, and one for what they share: ``score`` (``movers score``; ``tables`` renders several systems'
+tables), ``ray`` (``movers score --ray``, a data set on Ray), ``shard`` (``movers score --shard``, each torchrun
+rank its own lines), ``explain`` and ``cache``; ``common`` holds the errors, the reading of files, ``--opt`` parsing
+and the one renderer. ``demo``, ``register``, ``space`` and ``lm-eval`` are a few lines each, here.
+:data:`USAGE` is what ``movers --help`` prints.
 """
 from __future__ import annotations
 
@@ -22,7 +14,25 @@ import os
 import sys
 import warnings
 
-__all__ = ["main"]
+__all__ = ["main", "USAGE"]
+
+USAGE = """movers: optimal-transport metrics for generated text (command line).
+
+usage: movers COMMAND [options]      (movers COMMAND --help for its options)
+
+    movers score -m SLUG -r REFS -c HYPS   score a hypothesis file against reference files (sacreBLEU-style);
+                                     --ray DATA: a data set on a Ray cluster; --shard: each torchrun rank its lines
+    movers explain -m SLUG HYP REF -o plan.png   heatmap of one pair's transport plan
+    movers demo                      score a few real sentence pairs with evaluate.load("moverscore")
+    movers register                  register the evaluate modules for bare-name offline loading
+    movers space build <slug|all> <dir>   Hugging Face Space folders, each with the movers wheel
+    movers cache info|clear [--cache DIR]   an embedding cache folder (movers score --cache DIR, MOVERS_CACHE)
+    movers lm-eval tasks             print the lm-evaluation-harness task folder (lm-eval run --include_path DIR)
+    movers --version                 print the version
+
+The studies, timings and the documentation site run from a checkout of the repository, at its root:
+python -m shared.bench STUDY (docs/development.md).
+"""
 
 DEMO_PAIRS = [
     # (prediction, reference): WMT16 cs-en / de-en style sentences and a paraphrase pair.
@@ -157,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in commands:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"movers: error: unknown command {argv[0]!r}; the commands are listed below.", file=sys.stderr)
-        print(__doc__)
+        print(USAGE)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     return commands[argv[0]](argv[1:])
 
