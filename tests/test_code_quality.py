@@ -101,6 +101,23 @@ def _string_constants(path: Path) -> set[str]:
             and id(n) not in docstrings}
 
 
+def _private_imports(path: Path) -> list[str]:
+    """The underscore names that `path` imports from another module (``from x import _name``)."""
+    return [f"{path.name}:{node.lineno} from {'.' * node.level}{node.module or ''} import {alias.name}"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.ImportFrom)
+            for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+
+
+def test_no_module_imports_another_modules_private_names(tmp_path):
+    """What one module takes from another is public: an underscore name stays in its module (the package and the
+    studies beside it)."""
+    sample = tmp_path / "sample.py"
+    sample.write_text("from .scope import _FirstPass, use_scope\nfrom . import __version__\n", encoding="utf-8")
+    assert _private_imports(sample) == ["sample.py:1 from .scope import _FirstPass"]
+    found = [hit for path in [*_modules(), *sorted(BENCH.rglob("*.py"))] for hit in _private_imports(path)]
+    assert not found, found
+
+
 def test_only_the_registry_names_a_metric():
     slugs = set(movers.metrics.slugs())
     assert {"moverscore", "sms", "s_wms", "twmd", "lazy_emd", "delta_bleu"} <= slugs
