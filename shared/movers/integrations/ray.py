@@ -175,7 +175,7 @@ class _Columns:
         if self.index is not None and column != self.index:
             return f"the row with {self.index}={short_repr(table.column(self.index)[i].as_py())}"
         shown = [f"{name}={short_repr(table.column(name)[i].as_py())}" for name in table.column_names
-                 if name != column][:2]
+                 if name != column][:3]
         return "the row " + (", ".join(shown) if shown else f"{i} of a block")
 
     def check(self, table: pa.Table, spec: MetricSpec) -> None:
@@ -198,7 +198,8 @@ class _Columns:
         for i, refs in enumerate(_grouped([table.column(c).to_pylist() for c in self.references])):
             if not refs:
                 columns = ", ".join(repr(c) for c in self.references)
-                raise ValueError(f"{WHO}: {self.row(table, i)} has no reference in column"
+                row = self.row(table, i, self.references[0] if len(self.references) == 1 else None)
+                raise ValueError(f"{WHO}: {row} has no reference in column"
                                  f"{'s' if len(self.references) > 1 else ''} {columns}; every row needs one.")
         if self.index is not None:
             bad = self._bad(table, self.index, lambda v: isinstance(v, int) and not isinstance(v, bool),
