@@ -468,22 +468,29 @@ def test_signature_is_pinned():
                              f"|smooth:floor[0.00]|unicode:nfc|v:{movers.__version__}|sacrebleu:{version}")
 
 
-def test_card_worked_example():
-    """The numbers printed in cards/delta_bleu.md, '#### Worked example'."""
-    from .helpers import REPO
+def test_worked_example_by_hand():
+    """docs/metrics/index.md, 'ΔBLEU worked by hand': the hypothesis "i 'm not sure , i do n't know ." against
+    four rated references, N = 2, computed from the paper's formula step by step (the page's doctest prints the
+    same numbers from the code)."""
+    import math
 
-    card = (REPO / "cards" / "delta_bleu.md").read_text(encoding="utf-8")
     refs = [["i 'm not sure , let me look for you .", "yes , we have one copy left .",
              "we do n't sell books .", "i do n't know ."]]
     weights = [[0.9, 0.6, -0.4, -0.8]]
-    lines = []
-    for hyp in ("i 'm not sure , i do n't know .", "yes , let me look for one ."):
-        bleu = delta_bleu([hyp], refs, max_ngram_order=2)
-        paper = delta_bleu([hyp], refs, weights, max_ngram_order=2)
-        galley = delta_bleu([hyp], refs, weights, max_ngram_order=2, variant="galley")
-        lines.append(f"| `{hyp}` | {bleu.score:.2f} | {paper.score:.2f} | {galley.score:.2f} |")
-    for line in lines:
-        assert line in card, line
+    hyp = "i 'm not sure , i do n't know ."
+    # order 1: six unigrams earn +0.9 (i counts its best reference), do and n't -0.4, know -0.8; 10 tokens x 0.9
+    p1 = (6 * 0.9 - 0.4 - 0.4 - 0.8) / (0.9 * 10)
+    # order 2: four bigrams earn +0.9; "i do", "n't know", "know ." -0.8, "do n't" -0.4; 9 bigrams x 0.9
+    p2 = (4 * 0.9 - 3 * 0.8 - 0.4) / (0.9 * 9)
+    bp = math.exp(1 - 11 / 10)  # the closest reference has 11 tokens
+    paper = delta_bleu([hyp], refs, weights, max_ngram_order=2)
+    assert paper.score == pytest.approx(100 * bp * math.sqrt(p1 * p2), abs=1e-9)
+    assert f"{paper.score:.2f}" == "18.48"
+    # BLEU without weights counts "i do n't know ." as a match: p1 = 9/10, p2 = 8/9
+    bleu = delta_bleu([hyp], refs, max_ngram_order=2)
+    assert bleu.score == pytest.approx(100 * bp * math.sqrt(9 / 10 * 8 / 9), abs=1e-9)
+    galley = delta_bleu([hyp], refs, weights, max_ngram_order=2, variant="galley")
+    assert galley.score == pytest.approx(paper.score, abs=1e-9)
 
 
 # ---------------------------------------------------------------- the evaluate module

@@ -364,6 +364,33 @@ def test_writing_the_rows_gives_the_score_in_the_same_execution(cluster, one_cal
     assert table.num_rows == N and sorted(table.column("moverscore").to_pylist()) == regrouped(sorted(want.scores))
 
 
+
+@pytest.mark.slow
+def test_reading_the_score_first_keeps_the_rows_for_the_write(cluster, one_call, tmp_path, monkeypatch):
+    """The other order, score then write_parquet: the scoring pass runs once (its rows kept), and the write writes
+    them without scoring again (before: the write ran the scoring pass a second time)."""
+    import pyarrow.parquet as pq
+    from ray.data._internal.execution import streaming_executor
+
+    import movers.integrations.ray as movers_ray
+
+    plans: list[str] = []
+    execute = streaming_executor.StreamingExecutor.execute
+
+    def counted(self, dag, *args, **kwargs):
+        plans.append(dag.dag_str)
+        return execute(self, dag, *args, **kwargs)
+
+    monkeypatch.setattr(streaming_executor.StreamingExecutor, "execute", counted)
+    out = movers_ray.score(_dataset(), "moverscore", idf=True, concurrency=1)
+    want = one_call("moverscore", idf=True)
+    assert out.score == regrouped(want.score)
+    out.write_parquet(str(tmp_path / "scored"))
+    scoring = [plan for plan in plans if "_ScoringActor" in plan]
+    assert len(plans) >= 3 and len(scoring) == 1, plans  # statistics, scoring, writing
+    table = pq.read_table(tmp_path / "scored")
+    assert table.num_rows == N and sorted(table.column("moverscore").to_pylist()) == regrouped(sorted(want.scores))
+
 _AUDIT = """
 import os, socket, sys
 

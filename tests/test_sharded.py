@@ -73,8 +73,7 @@ def test_ranks_that_make_different_calls_fail_alike_with_the_option_and_each_ran
     metric or another kind of inputs makes the call fail on both ranks with one error naming the option and each
     rank's value (before, ΔBLEU with lowercase on one rank returned a score on both, per-call IDF on one rank or
     centring by corpus on one and by batch on the other waited forever), and the group stays usable."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from sharded_worker import DISAGREE
+    from .support.sharded_worker import DISAGREE
 
     said = {
         "lowercase": "`lowercase` is True on rank 0 and False (the default) on rank 1",

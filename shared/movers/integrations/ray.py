@@ -532,10 +532,9 @@ class RayScores:
     """The result of :func:`score`: ``signature`` and ``extra`` of one call (known once the statistics pass
     has run), ``rows`` (lazy) and ``score``.
 
-    A corpus score that is a mean of segment scores comes from the scoring pass: :meth:`write_parquet` writes the
-    rows and adds up the score column as it writes (one execution of the scoring pass for both); reading
-    ``score`` before any write runs the pass for the score alone (a write after it runs it again, unless
-    :meth:`materialize` kept the rows).
+    A corpus score that is a mean of segment scores comes from the scoring pass, which runs once in either order:
+    :meth:`write_parquet` adds up the score column as it writes the rows; reading ``score`` before any write keeps
+    the scored rows (in Ray's object store, which spills to disk), and a later write writes those.
     """
 
     rows: Any
@@ -554,6 +553,7 @@ class RayScores:
         """The corpus score of one call on the whole data set."""
         if self._score is None:
             with _ours():
+                self.rows = self.rows.materialize()
                 self._score = _mean(self.rows, self.column)
         return self._score
 
