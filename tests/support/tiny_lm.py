@@ -1,4 +1,5 @@
-"""A tiny causal language model for the harness tests, built in a folder: nothing is downloaded.
+"""Tiny language models for the tests, built here: nothing is downloaded. ``build_tiny_lm``: a causal one for the
+harness tests, saved in a folder; ``tiny_bart``: a sequence-to-sequence one for the Trainer and Lightning tests.
 
 A 1-layer GPT-2 (16 dimensions, untied output layer, seeded) over a word-level tokenizer whose vocabulary is
 the words of the test texts, so that what it generates is real words (greedy decoding: the same words on
@@ -36,3 +37,18 @@ def build_tiny_lm(folder: Path, texts: Iterable[str]) -> Path:
     transformers.GPT2LMHeadModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def tiny_bart(tokenizer):
+    """A seeded 1-layer BART (32 dimensions) over `tokenizer`'s vocabulary: [CLS] starts a sequence, [SEP] ends it."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.BartConfig(
+        vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id, decoder_start_token_id=tokenizer.cls_token_id,
+        forced_eos_token_id=None)
+    return transformers.BartForConditionalGeneration(config)

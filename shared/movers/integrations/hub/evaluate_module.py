@@ -102,26 +102,21 @@ class MoversMetric(evaluate.Metric):
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (checked by movers first; see the module card).
         """
-        batch = self._movers_check(predictions, references, kwargs)
-        with self._movers_lock:
-            fresh = self.writer is None
-            try:
-                return super().add_batch(**batch)
-            except BaseException:
-                if fresh:
-                    self._movers_discard()
-                raise
+        return self._movers_write(self._movers_check(predictions, references, kwargs))
 
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one prediction and its reference(s) (checked by movers first; see the module card).
         """
         columns = {k: [value] for k, value in kwargs.items()}
-        batch = self._movers_check([prediction], [reference], columns, single=True)
+        # written as a batch of one: datasets before 5.0 writes a batch before the single examples added ahead of
+        # it (ArrowWriter.write_batch did not flush them), so add() then add_batch() would score them out of order
+        return self._movers_write(self._movers_check([prediction], [reference], columns, single=True))
+
+    def _movers_write(self, batch):
+        """Write a checked batch under the module's lock; a failed first write leaves no writer behind."""
         with self._movers_lock:
             fresh = self.writer is None
-            try:  # written as a batch of one: datasets before 5.0 writes a batch before the single examples
-                # added ahead of it (ArrowWriter.write_batch did not flush them), so add() then add_batch()
-                # would score the segments out of order
+            try:
                 return super().add_batch(**batch)
             except BaseException:
                 if fresh:
