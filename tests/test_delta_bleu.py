@@ -472,8 +472,6 @@ def test_worked_example_by_hand():
     """docs/metrics/index.md, 'ΔBLEU worked by hand': the hypothesis "i 'm not sure , i do n't know ." against
     four rated references, N = 2, computed from the paper's formula step by step (the page's doctest prints the
     same numbers from the code)."""
-    import math
-
     refs = [["i 'm not sure , let me look for you .", "yes , we have one copy left .",
              "we do n't sell books .", "i do n't know ."]]
     weights = [[0.9, 0.6, -0.4, -0.8]]

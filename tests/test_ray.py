@@ -364,7 +364,6 @@ def test_writing_the_rows_gives_the_score_in_the_same_execution(cluster, one_cal
     assert table.num_rows == N and sorted(table.column("moverscore").to_pylist()) == regrouped(sorted(want.scores))
 
 
-
 @pytest.mark.slow
 def test_reading_the_score_first_keeps_the_rows_for_the_write(cluster, one_call, tmp_path, monkeypatch):
     """The other order, score then write_parquet: the scoring pass runs once (its rows kept), and the write writes
@@ -387,9 +386,10 @@ def test_reading_the_score_first_keeps_the_rows_for_the_write(cluster, one_call,
     assert out.score == regrouped(want.score)
     out.write_parquet(str(tmp_path / "scored"))
     scoring = [plan for plan in plans if "_ScoringActor" in plan]
-    assert len(plans) >= 3 and len(scoring) == 1, plans  # statistics, scoring, writing
+    assert len(plans) >= 3 and len(scoring) == 1, plans  # statistics, scoring (kept), the sum and the write
     table = pq.read_table(tmp_path / "scored")
     assert table.num_rows == N and sorted(table.column("moverscore").to_pylist()) == regrouped(sorted(want.scores))
+
 
 _AUDIT = """
 import os, socket, sys

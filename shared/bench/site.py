@@ -40,7 +40,8 @@ from mkdocs.structure.pages import Page
 from movers import metrics as registry
 from movers.core.spec import MetricSpec
 from movers.pipeline.call import MetricFunction, signature_of
-from shared.bench.cards import card_slugs, option_rows, project_urls, rewrite_links, site_map
+
+from .cards import card_slugs, option_rows, project_urls, rewrite_links, site_map
 
 __all__ = ["on_config", "on_files", "on_page_markdown", "on_post_build", "site_map", "reference_pages",
            "public_names", "relink", "include", "doctest_lexer", "RestRoles", "PublicName", "SEARCH_WORKER"]

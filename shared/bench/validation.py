@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from movers import metrics as registry
-from shared.bench.cards import write_card
 
+from .cards import write_card
 from .suite import run_suite
 
 __all__ = ["rows", "run_validation", "render_headline", "render_tables", "render_summary", "render_plot", "main",

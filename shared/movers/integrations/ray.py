@@ -21,7 +21,8 @@
    batch with those sums: ``rows`` (lazy) is the input with one column more, named by the metric's slug. The
    corpus score is the mean of that column (exact sums of each block's scores, added on the driver: from the
    written files' blocks as :meth:`RayScores.write_parquet` writes them, so writing and the score take one
-   execution of this pass) or, for ΔBLEU, computed from the summed statistics; the signature is one call's.
+   execution of this pass; read first, the score keeps the scored rows for a later write) or, for ΔBLEU,
+   computed from the summed statistics; the signature is one call's.
 
 Order: a Ray dataset has no row order (blocks run and come back in any order). Only TWMD's batch centring
 (and ``centering="batch"`` of any metric) depends on it; it needs ``index=``: a column with each row's position
@@ -538,7 +539,8 @@ class RayScores:
     """
 
     rows: Any
-    """A lazy ``ray.data.Dataset``: every input column and the per-row score in column ``column``."""
+    """A ``ray.data.Dataset``: every input column and the per-row score in column ``column``; lazy until
+    ``score`` is read, then the scored rows, kept."""
     column: str
     signature: Signature
     """The signature of one call on the whole data set."""
