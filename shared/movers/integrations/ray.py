@@ -48,7 +48,7 @@ import pickle
 import re
 import sys
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -484,13 +484,17 @@ class _ScoringActor(_Worker):
 def _mean(ds: Any, column: str) -> float:
     """The mean of a float column: each block's exact sum (a task per block, in a module that imports no model
     code), added on the driver; the same bits in any block order."""
-    total, n = ExactSum(), 0
     sums = ds.select_columns([column]).map_batches(column_sum, batch_size=None, batch_format="pyarrow",
                                                    fn_args=(column,))
-    for batch in sums.iter_batches(batch_size=None, batch_format="pyarrow"):
-        for units, special, count in zip(*(batch.column(c).to_pylist() for c in ("units", "special", "n")),
-                                         strict=True):
-            total, n = total + ExactSum(int(units), special), n + count
+    return _mean_of(triple for batch in sums.iter_batches(batch_size=None, batch_format="pyarrow")
+                    for triple in zip(*(batch.column(c).to_pylist() for c in ("units", "special", "n")), strict=True))
+
+
+def _mean_of(sums: Iterable[tuple[int | str, float, int]]) -> float:
+    """The mean from blocks' exact sums (the units, the non-finite part, the count), added in any order."""
+    total, n = ExactSum(), 0
+    for units, special, count in sums:
+        total, n = total + ExactSum(int(units), special), n + count
     return float(total) / n if n else math.nan
 
 
@@ -568,10 +572,7 @@ class RayScores:
         with _ours():
             self.rows.write_datasink(sink)
         if self._score is None:
-            total, n = ExactSum(), 0
-            for units, special, count in sink.sums:
-                total, n = total + ExactSum(units, special), n + count
-            self._score = float(total) / n if n else math.nan
+            self._score = _mean_of(sink.sums)
 
     def materialize(self) -> RayScores:
         """The same result with ``rows`` scored once and kept in Ray's object store (then ``score`` reads it)."""
