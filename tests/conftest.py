@@ -41,15 +41,41 @@ LONGEST_FIRST = ("test_any_cpu.py", "test_space.py", "test_ray.py", "test_docs.p
                  "test_moverscore.py")
 
 
+# The system tests (marker ``system``) start a runtime beyond the test process: a local Ray cluster, torchrun or
+# Lightning ranks, the six Spaces in chromium, a fresh environment with the wheel installed, whole pytest sessions
+# under other instruction sets. They are two thirds of the suite's time on a 2-core machine, so the run a
+# contributor repeats (plain ``pytest``: the README's second command) leaves them out, and ``pytest -m system``
+# runs them alone; .ci/run runs both. Any ``-m`` expression selects by itself, and ``--with-system-tests`` keeps
+# them in a plain run (CI's lowest-versions step).
+SYSTEM_HINT = ("the system tests (a Ray cluster, torchrun ranks, the Spaces in chromium, fresh environments, other "
+               "instruction sets) are not part of a plain run: `.venv/bin/python -m pytest -m system` runs them")
+
+
+def _leaves_out_system_tests(config) -> bool:
+    return not config.option.markexpr and not config.getoption("--with-system-tests")
+
+
 def pytest_collection_modifyitems(config, items):
     unknown = [name for name in LONGEST_FIRST if not (REPO / "tests" / name).is_file()]
     if unknown:  # a renamed or removed file would silently fall back to the end of the order
         raise pytest.UsageError(f"tests/conftest.py: LONGEST_FIRST names {unknown}, which are not test files")
+    if _leaves_out_system_tests(config):
+        system = [item for item in items if item.get_closest_marker("system")]
+        if system:
+            config.hook.pytest_deselected(items=system)
+            items[:] = [item for item in items if not item.get_closest_marker("system")]
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
+def pytest_terminal_summary(terminalreporter, config):
+    if _leaves_out_system_tests(config) and not hasattr(config, "workerinput"):
+        terminalreporter.write_line(SYSTEM_HINT)
+
+
 def pytest_addoption(parser):
+    parser.addoption("--with-system-tests", action="store_true",
+                     help="also run the system tests (marker `system`), which a run without -m leaves out")
     parser.addoption("--torch-threads", default="", metavar="N,M",
                      help="run every test once per torch thread count (torch.set_num_threads, and OMP_NUM_THREADS "
                           "and MKL_NUM_THREADS for the subprocesses it starts); tests/test_any_cpu.py uses it")

@@ -8,8 +8,8 @@ kernels for the same shapes, which is what moves a token vector's last bits on a
 is read when a process starts, so each setting is one process; the thread count is not, so that process runs
 each test at 1 and at 2 threads (``--torch-threads``: ``torch.set_num_threads`` in the process, and
 ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` for the subprocesses a test starts). It collects only the files that hold
-invariance tests. The suite's own run covers this CPU's default kernels at torch's default thread count, so the
-default setting skips that one count rather than run it twice.
+invariance tests. The suite's own runs (plain and ``-m system``) cover this CPU's default kernels at torch's default
+thread count, so the default setting skips that one count rather than run it twice.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ import pytest
 
 from .helpers import REPO
 
+pytestmark = pytest.mark.system
+
 SETTINGS = {
     "default": {},
     "avx2": {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"},
@@ -33,7 +35,7 @@ _ISA_VARIABLES = {key for setting in SETTINGS.values() for key in setting}
 
 _RANK = ["DEFAULT", "AVX2", "AVX512"]
 HEAVY = "tests/test_distributed.py::test_two_ranks_equal_one_process"
-"""Seven metrics on 210 pairs, once and on two ranks: the suite's own run has it; under the other kernels
+"""Seven metrics on 210 pairs, once and on two ranks: the system tests' own run has it; under the other kernels
 torchrun is covered by the several-systems test under torchrun."""
 
 

@@ -51,6 +51,7 @@ def _flat(value):
     return [float(value)]
 
 
+@pytest.mark.system
 @pytest.mark.invariance
 @pytest.mark.slow
 def test_two_ranks_equal_one_process(tmp_path):
@@ -83,6 +84,7 @@ def test_two_ranks_equal_one_process(tmp_path):
     print("max |Δ| per metric:", {k: f"{v:.1e}" for k, v in report.items()})
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_command_under_torchrun_equals_the_api(tmp_path):
     import movers
@@ -102,6 +104,7 @@ def test_command_under_torchrun_equals_the_api(tmp_path):
     assert out["signature"] == want.signature
 
 
+@pytest.mark.system
 @pytest.mark.invariance
 @pytest.mark.slow
 def test_several_systems_with_a_paired_test_under_torchrun(tmp_path):
@@ -128,6 +131,7 @@ def test_several_systems_with_a_paired_test_under_torchrun(tmp_path):
     assert [got[n]["p_value"] for n in ("para.txt", "off.txt")] == [want[n].p_value for n in ("para.txt", "off.txt")]
 
 
+@pytest.mark.system
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread names from /proc/self/task")
 def test_launched_scoring_leaves_no_process_group_behind(tmp_path):
@@ -214,6 +218,7 @@ acc.end_training()   # destroys the process group
 """
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_accelerate_launch_equals_one_process(tmp_path):
     """The README's `accelerate launch` recipe: on CPU, accelerate's `--multi_gpu` launcher is torchrun

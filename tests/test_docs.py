@@ -113,8 +113,13 @@ def test_every_block_declares_how_it_is_checked():
     assert sum(b.lang in RUN for b in BLOCKS) >= 20
 
 
+def _as_param(block: Block):
+    """A block that starts a local Ray cluster is a system test (tests/conftest.py)."""
+    return pytest.param(block, id=block.id, marks=[pytest.mark.system] if "local_cluster(" in block.body else [])
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "python"], ids=lambda b: b.id)
+@pytest.mark.parametrize("block", [_as_param(b) for b in BLOCKS if b.lang == "python"])
 def test_python_block(block, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     if ">>>" not in block.body:
@@ -230,8 +235,8 @@ def test_the_readme_is_a_front_page():
 
 
 def test_ci_runs_the_readmes_two_commands():
-    """.ci/run sets up as the README's first command does (without the demo run) and runs the second command
-    exactly as written."""
+    """.ci/run sets up as the README's first command does (without the demo run), runs the second command
+    exactly as written, then the system tests as the README says to run them."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Two commands"):readme.index("\n## ", readme.index("## Two commands") + 5)]
     first, second = re.findall(r"```bash\n(.*?)\n```", section, re.S)
@@ -240,6 +245,9 @@ def test_ci_runs_the_readmes_two_commands():
     assert setup != first and "pip install ." in setup and "[test]" not in setup  # the metrics' needs only
     assert setup.replace(" install ", " install --quiet ") in ci
     assert f"'{second}'" in ci and "[test]" in second and second.endswith(".venv/bin/python -m pytest")
+    # the system tests that a plain run leaves out (tests/conftest.py) run in CI with the command the README gives
+    system = ".venv/bin/python -m pytest -m system"
+    assert f"`{system}`" in section and re.search(rf"^step .* {re.escape(system)}$", ci, re.M)
 
 
 _TRACKER = re.compile(r"issue #?[0-9]+|(?:^|(?<=[\s(]))#[0-9]+\b", re.I)

@@ -135,6 +135,7 @@ def test_scorers_for_every_metric_and_movers_errors():
         integration.moverscore(n_gram=0)
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_inspect_score_rescores_a_log_with_the_scorer_found_by_name_in_a_wheel_install(wheel, tmp_path):
     """A fresh environment with only the built wheel installed (its dependencies: this environment's, through a

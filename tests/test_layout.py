@@ -105,3 +105,26 @@ def test_the_longest_first_order_names_test_files():
     from .conftest import LONGEST_FIRST
 
     assert LONGEST_FIRST and all((REPO / "tests" / name).is_file() for name in LONGEST_FIRST), LONGEST_FIRST
+
+
+@pytest.mark.parametrize("args,kept", [((), "other"), (("-m", "system"), "system"),
+                                       (("--with-system-tests",), "both"), (("-m", "system or not system"), "both")])
+def test_a_plain_run_leaves_out_the_system_tests_and_the_marker_selects_them(args, kept):
+    """On test_sharded.py (torchrun tests marked `system` beside in-process ones): a run without -m collects only
+    the unmarked tests, `-m system` only the marked ones, and `--with-system-tests` or an expression that names
+    both, both."""
+    import subprocess
+    import sys
+
+    path = "tests/test_sharded.py"
+    tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+    marked = {f.name for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")
+              and any(ast.unparse(d) == "pytest.mark.system" for d in f.decorator_list)}
+    names = {f.name for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")}
+    assert marked and names - marked
+    run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
+                          *args, path], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    collected = {line.split("::")[1].split("[")[0] for line in run.stdout.splitlines() if line.startswith(path + "::")}
+    want = {"other": names - marked, "system": marked, "both": names}[kept]
+    assert collected == want, (args, sorted(collected ^ want))

@@ -28,6 +28,8 @@ import pytest
 
 from .helpers import REPO, regrouped, split_pairs
 
+pytestmark = pytest.mark.system
+
 SKIP = "Ray Data is the optional extra movers[ray] (pip install 'movers[ray]')"
 if importlib.util.find_spec("ray") is None:  # not imported here: local_cluster imports it (Ray reads where a local
     pytest.skip(SKIP, allow_module_level=True)  # cluster listens when it is imported)

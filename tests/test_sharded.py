@@ -45,6 +45,7 @@ def ranks(tmp_path_factory):
     return [json.loads((tmp / f"out.json.rank{r}").read_text()) for r in (0, 1)]
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_two_ranks_with_their_own_unequal_shards_equal_one_call(ranks, one_call):
     from .support.sharded_worker import CONFIGS, SPLIT
@@ -67,6 +68,7 @@ def test_two_ranks_with_their_own_unequal_shards_equal_one_call(ranks, one_call)
         assert "rank 1's segments start at segment 8" in got["split_run"]
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_ranks_that_make_different_calls_fail_alike_with_the_option_and_each_ranks_value(ranks, one_call):
     """Before the first collective of a call the ranks compare what they call: another option value, another
@@ -97,6 +99,7 @@ def test_ranks_that_make_different_calls_fail_alike_with_the_option_and_each_ran
     assert [got["after"] for got in ranks] == [movers.delta_bleu(preds, refs).score] * 2
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_a_failing_rank_fails_the_call_on_every_rank_with_its_reason(ranks):
     errors = [got["fail"] for got in ranks]
@@ -104,6 +107,7 @@ def test_a_failing_rank_fails_the_call_on_every_rank_with_its_reason(ranks):
     assert errors[0].startswith("RankFailed: rank 1 failed: TypeError: moverscore: `predictions[2]`"), errors[0]
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_a_rank_that_never_arrives_is_named_when_the_timeout_runs_out(ranks):
     error = ranks[0]["hang"]
@@ -111,6 +115,7 @@ def test_a_rank_that_never_arrives_is_named_when_the_timeout_runs_out(ranks):
     assert "Ranks 1 failed to pass monitoredBarrier in 2000 ms" in error, error  # gloo names the missing rank
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_command_line_shard_reads_only_its_lines_and_prints_the_union(tmp_path, one_call):
     import movers

@@ -138,6 +138,7 @@ def test_space_folder_holds_what_the_space_runs(slug, spaces, wheel):
     assert f'launch("{slug}", card=HERE / "README.md")' in app
 
 
+@pytest.mark.system
 @pytest.mark.slow
 @pytest.mark.parametrize("install", ["source", "wheel"])
 def test_readme_space_build_command_after_a_plain_install(install, wheel, tmp_path):
@@ -256,6 +257,7 @@ EXPECT = {
 }
 
 
+@pytest.mark.system
 @pytest.mark.browser
 def test_six_spaces_install_and_work_in_chromium(spaces, tmp_path_factory):
     if not Path(CHROMIUM).exists():

@@ -184,6 +184,7 @@ def test_scale_reports_flat_memory_for_a_streamed_metric(tmp_path, monkeypatch):
     assert row["stream_20x"] / row["stream_1x"] <= 1.2  # 1,000 pairs in blocks of 25: memory of one block
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_ray_against_one_process(tmp_path, capsys):
     """`ray`: the pairs written to Parquet, scored by one process and by a local Ray cluster (in a process of its

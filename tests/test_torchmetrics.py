@@ -144,6 +144,7 @@ def test_delta_bleu_reference_weights():
     assert metric.compute().item() == movers.delta_bleu(preds, refs, weights).score
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_lightning_validate_on_one_and_two_processes_equals_one_call(tmp_path):
     pytest.importorskip("lightning")
