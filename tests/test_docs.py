@@ -24,6 +24,7 @@ from __future__ import annotations
 import doctest
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from .helpers import REPO
+from .support.cli_process import run_movers
 
 DOCS = [REPO / "README.md", *sorted((REPO / "cards").glob("*.md")), *sorted((REPO / "docs").rglob("*.md"))]
 RUN = {"python", "console"}
@@ -143,14 +145,27 @@ def _commands(body: str) -> list[tuple[str, str]]:
     return out
 
 
+_MOVERS_LINE = re.compile(r"(?:cat (?P<stdin>[\w.-]+) \| )?movers (?P<args>[^|&;<>$`\\]*)")
+
+
+def _run_command(command: str, folder: Path) -> subprocess.CompletedProcess:
+    """A ``movers ...`` line, alone or reading a file through ``cat FILE |``, is a process of its own forked from the
+    tests' fork server, which imported torch, transformers and movers once (tests/support/cli_process.py, as the
+    command-line tests run it); any other line runs in bash."""
+    line = _MOVERS_LINE.fullmatch(command)
+    if line:
+        stdin = (folder / line["stdin"]).read_text(encoding="utf-8") if line["stdin"] else ""
+        return run_movers(shlex.split(line["args"]), stdin=stdin, env=_env(), cwd=folder, timeout=900)
+    return subprocess.run(["bash", "-c", command], cwd=folder, env=_env(), capture_output=True, text=True, timeout=900)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "console"], ids=lambda b: b.id)
 def test_console_block(block, tmp_path):
     commands = _commands(block.body)
     assert commands, f"{block.id}: a console block needs `$ command` lines"
     for command, expected in commands:
-        run = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=_env(), capture_output=True, text=True,
-                             timeout=900)
+        run = _run_command(command, tmp_path)
         assert run.returncode == 0, f"{block.id}: `{command}` exited {run.returncode}:\n{run.stderr[-2000:]}"
         assert same_output(expected, run.stdout), (f"{block.id}: `{command}` printed\n{run.stdout}\n"
                                                    f"but the docs show\n{expected}")
