@@ -41,16 +41,10 @@ LONGEST_FIRST = ("test_any_cpu.py", "test_space.py", "test_ray.py", "test_docs.p
                  "test_moverscore.py")
 
 
-# The system tests (marker ``system``) start a runtime beyond the test process: a local Ray cluster, torchrun or
-# Lightning ranks, the six Spaces in chromium, a fresh environment with the wheel installed, whole pytest sessions
-# under other instruction sets. They are two thirds of the suite's time on a 2-core machine, so the run a
-# contributor repeats (plain ``pytest``: the README's second command) leaves them out, and ``pytest -m system``
-# runs them alone; .ci/run runs both. Any ``-m`` expression selects by itself, and ``--with-system-tests`` keeps
-# them in a plain run (CI's lowest-versions step).
-SYSTEM_HINT = ("the system tests (a Ray cluster, torchrun ranks, the Spaces in chromium, fresh environments, other "
-               "instruction sets) are not part of a plain run: `.venv/bin/python -m pytest -m system` runs them")
-
-
+# The system tests (marker ``system``, declared with what it covers in pyproject.toml) are two thirds of the suite's
+# time on a 2-core machine, so the run a contributor repeats (plain ``pytest``: the README's second command) leaves
+# them out, and ``pytest -m system`` runs them alone; .ci/run runs both. Any ``-m`` expression selects by itself,
+# and ``--with-system-tests`` keeps them in a plain run (CI's lowest-versions step).
 def _leaves_out_system_tests(config) -> bool:
     return not config.option.markexpr and not config.getoption("--with-system-tests")
 
@@ -60,17 +54,21 @@ def pytest_collection_modifyitems(config, items):
     if unknown:  # a renamed or removed file would silently fall back to the end of the order
         raise pytest.UsageError(f"tests/conftest.py: LONGEST_FIRST names {unknown}, which are not test files")
     if _leaves_out_system_tests(config):
-        system = [item for item in items if item.get_closest_marker("system")]
+        system, kept = [], []
+        for item in items:
+            (system if item.get_closest_marker("system") else kept).append(item)
         if system:
             config.hook.pytest_deselected(items=system)
-            items[:] = [item for item in items if not item.get_closest_marker("system")]
+            items[:] = kept
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
 def pytest_terminal_summary(terminalreporter, config):
+    """Where the system tests were left out, their declaration says so: what they start and the command."""
     if _leaves_out_system_tests(config) and not hasattr(config, "workerinput"):
-        terminalreporter.write_line(SYSTEM_HINT)
+        declared = next(line for line in config.getini("markers") if line.startswith("system:"))
+        terminalreporter.write_line(f"left out, the tests marked {declared}")
 
 
 def pytest_addoption(parser):
