@@ -178,13 +178,13 @@ def embedded(monkeypatch) -> list[str]:
     """The texts the encoder embeds from here on (no MOVERS_CACHE folder, so only an object's own cache counts)."""
     monkeypatch.delenv("MOVERS_CACHE", raising=False)
     texts: list[str] = []
-    original = Encoder._embed
+    original = Encoder._run
 
     def counting(self, batch, **kwargs):
         texts.extend(batch)
         return original(self, batch, **kwargs)
 
-    monkeypatch.setattr(Encoder, "_embed", counting)
+    monkeypatch.setattr(Encoder, "_run", counting)
     return texts
 
 

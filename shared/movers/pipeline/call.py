@@ -39,6 +39,7 @@ from ..core.scope import Scope, current_scope
 from ..core.signature import Signature, format_float, nrefs_label
 from ..core.spec import Inputs, MetricSpec
 from ..core.validation import check_list
+from ..text.tokens import call_tokens
 from .passes import check_split
 
 __all__ = ["MetricFunction", "score", "make_options", "checked_options", "settings_of", "EMPTY_CHOICES",
@@ -179,8 +180,9 @@ def _score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str,
     if scope.partial:
         check_split(name, o, part="rank")
     verbose = bool(getattr(o, "verbose", False))
+    # one progress bar for the call; each distinct text tokenised once (checks, statistics, encoder: the same ids)
     with progress.call_progress(name, _pair_count(spec, name, predictions, references, o) if verbose else None,
-                                verbose):
+                                verbose), call_tokens():
         check_list(name, "predictions", predictions, "a list of strings")
         worst = getattr(o, "empty_predictions", None) == "worst"
         inputs = spec.inputs(name, predictions, references, extra or {}, allow_empty_predictions=worst)

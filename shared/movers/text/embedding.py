@@ -29,17 +29,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from packaging.version import Version  # a dependency of transformers
 from torch import Tensor
 
 from ..core import cache as _cache
 from ..core import progress
+from ..core.packed import host_tensor, ranges
 from .embedding_cache import Row, current_cache
+from .token_batch import EmbeddedText, TokenBatch, TokenEmbeddings
+from .tokens import PackedIds, Vocabulary, content_ids
 
-__all__ = ["DEFAULT_MODEL", "Encoder", "TokenEmbeddings", "EmbeddedText", "load_encoder", "clear_encoder_cache",
-           "load_backbone", "model_fingerprint",
-           "resolve_device", "LayerSpec"]
+__all__ = ["DEFAULT_MODEL", "Encoder", "TokenBatch", "TokenEmbeddings", "EmbeddedText", "load_encoder",
+           "clear_encoder_cache", "load_backbone", "model_fingerprint", "resolve_device", "LayerSpec", "FORWARD_LABEL"]
 
 logger = logging.getLogger("movers")
 
@@ -52,44 +55,6 @@ DEFAULT_LONG_TEXTS: LongTexts = "truncate"
 """How a text longer than the model window is read by default: its first window only. On summaries scored against
 their source articles (SummEval and Newsroom, development) every whole-text reading correlated less with the
 human judgments than truncation (docs/long-texts.md); ``"window"`` reads the whole text."""
-
-
-@dataclass(frozen=True)
-class TokenEmbeddings:
-    """Per-text token vectors, in input order.
-
-    tokens[i]: wordpiece strings incl. special tokens; ids[i]: their vocabulary ids;
-    special[i]: True where the position is a special token ([CLS], [SEP], <s>, ...);
-    vectors[i]: float32 tensor [len(tokens[i]), d] on CPU.
-    """
-
-    tokens: list[list[str]]
-    ids: list[list[int]]
-    special: list[list[bool]]
-    vectors: list[Tensor]
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def select(self, start: int, stop: int) -> TokenEmbeddings:
-        """Texts ``start:stop`` (e.g. the predictions, then the references, of one ``embed`` call)."""
-        return TokenEmbeddings(self.tokens[start:stop], self.ids[start:stop], self.special[start:stop],
-                               self.vectors[start:stop])
-
-    def texts(self) -> list[EmbeddedText]:
-        """One :class:`EmbeddedText` per text, in order."""
-        return [EmbeddedText(*row) for row in zip(self.tokens, self.ids, self.special, self.vectors, strict=False)]
-
-
-@dataclass(frozen=True)
-class EmbeddedText:
-    """One text as the encoder saw it: wordpieces (special tokens included), their ids, which are special,
-    and the float32 vectors [len(tokens), d] (CPU)."""
-
-    tokens: list[str]
-    ids: list[int]
-    special: list[bool]
-    vectors: Tensor
 
 
 def resolve_device(device: str | int | torch.device | None) -> torch.device:
@@ -221,12 +186,20 @@ class _Backbone:
     suffix: tuple[int, ...]  # and after it ([SEP], </s>)
     load_weights: Any = field(repr=False, default=None)  # () -> torch.nn.Module
     _model: torch.nn.Module | None = field(repr=False, default=None)
+    _vocabulary: Vocabulary | None = field(repr=False, default=None)
 
     @property
     def model(self) -> torch.nn.Module:
         if self._model is None:
             self._model = self.load_weights()
         return self._model
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The tokenizer's tables (:class:`~movers.text.tokens.Vocabulary`), made on first use."""
+        if self._vocabulary is None:
+            self._vocabulary = Vocabulary.of(self.tokenizer)
+        return self._vocabulary
 
     def with_specials(self, content: Sequence[int]) -> list[int]:
         return [*self.prefix, *content, *self.suffix]
@@ -512,62 +485,107 @@ class Encoder:
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Content token ids (no special tokens) per text."""
-        tok = self.backbone.tokenizer
-        # verbose=False: no "Token indices sequence length is longer than the specified maximum" warning; the
-        # model never sees more than one window of these ids.
-        enc = tok(list(texts), add_special_tokens=False, return_attention_mask=False, verbose=False)
-        return [list(x) for x in enc["input_ids"]]
+        return [ids.tolist() for ids in self.content_ids(texts)]
+
+    def content_ids(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Content token ids (no special tokens) per text, as int32 arrays; inside a metric call each distinct
+        text is tokenised once (:func:`movers.text.tokens.call_tokens`)."""
+        return content_ids(self.backbone.tokenizer, texts)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids per text, special tokens included, exactly as :meth:`embed` returns them (no model run)."""
+        packed = self.packed_ids(texts)
+        return [packed.row(t).tolist() for t in range(len(packed))]
+
+    def packed_ids(self, texts: Sequence[str]) -> PackedIds:
+        """:meth:`token_ids` of `texts`, packed (one array and offsets; no model run)."""
         bb = self.backbone
-        span = self.span
-        return [bb.with_specials(ids[:span] if self.long_texts == "truncate" else ids) for ids in self.tokenize(texts)]
+        content = self.content_ids(texts)
+        keep = self.span if self.long_texts == "truncate" else None
+        prefix, suffix = np.asarray(bb.prefix, dtype=np.int64), np.asarray(bb.suffix, dtype=np.int64)
+        return PackedIds.of([np.concatenate([prefix, ids[:keep], suffix]) for ids in content])
+
+    def iter_packed_ids(self, texts: Sequence[str], *, chunk: int = 4096) -> Iterator[tuple[int, PackedIds]]:
+        """:meth:`packed_ids` of `chunk` texts at a time, with the position of each piece's first text: memory stays
+        bounded by the chunk for any number of texts (the guards and per-call IDF read a whole call this way)."""
+        for start in range(0, len(texts), chunk):
+            yield start, self.packed_ids(texts[start:start + chunk])
 
     def iter_token_ids(self, texts: Sequence[str], *, chunk: int = 4096) -> Iterator[list[int]]:
-        """:meth:`token_ids` text by text, tokenising `chunk` texts at a time: memory stays bounded by the
-        chunk for any number of texts (the guards and per-call IDF read a whole call this way)."""
-        for start in range(0, len(texts), chunk):
-            yield from self.token_ids(texts[start:start + chunk])
+        """:meth:`token_ids` text by text, tokenising `chunk` texts at a time."""
+        for _, packed in self.iter_packed_ids(texts, chunk=chunk):
+            for t in range(len(packed)):
+                yield packed.row(t).tolist()
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The tokenizer's tables (special tokens, continuation pieces, punctuation), made once per backbone."""
+        return self.backbone.vocabulary
 
     def embed(self, texts: Sequence[str], *, batch_size: int = 64, verbose: bool = False) -> TokenEmbeddings:
-        """Embed `texts` (deduplicated, sorted by length, batched); results in input order.
+        """Embed `texts` (deduplicated, sorted by length, batched); results in input order, one CPU tensor per
+        text: the per-text form of :meth:`encode`."""
+        return self.encode(texts, batch_size=batch_size, verbose=verbose).to_embeddings()
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, verbose: bool = False) -> TokenBatch:
+        """Embed `texts`: each distinct text once, sorted by length, in batches; the vectors packed in one tensor
+        on the encoder's device (:class:`~movers.text.token_batch.TokenBatch`).
 
         Inside :func:`shared_embeddings` texts this encoder has already embedded are not run again; inside
         :func:`using_cache` texts found in the embedding cache are read from it (the model is not even
         loaded when every text is there) and the others are stored in it.
         """
+        if batch_size < 1:
+            raise ValueError(f"Encoder: `batch_size` must be >= 1, got {batch_size}.")
+        unique = list(dict.fromkeys(texts))
         memos, cache = _MEMOS.get(), current_cache()
         if memos is None and cache is None:
-            return self._embed(texts, batch_size=batch_size, verbose=verbose)
+            packed, vectors, order = self._run(unique, batch_size=batch_size, verbose=verbose)
+            index = {unique[t]: u for u, t in enumerate(order.tolist())}
+            return self._batch(vectors, packed, [index[t] for t in texts])
         memo: dict[str, Row] = {} if memos is None else memos.setdefault(id(self), (self, {}))[1]
-        missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        missing = [t for t in unique if t not in memo]
         spaces: dict[str, list[str]] = {}
         if missing and cache is not None:
             spaces = self._namespaces(missing)
             for namespace, group in spaces.items():
                 memo.update(cache.get(namespace, group))
             missing = [t for t in missing if t not in memo]
+        found = [t for t in unique if t in memo]
+        parts: list[Tensor] = []
+        if found:  # one host tensor, one copy to the device
+            rows = [memo[t] for t in found]
+            parts.append(host_tensor(np.concatenate([r[1] for r in rows]), self.device))
+            packed = PackedIds.of([r[0] for r in rows])
         if missing:
-            new = self._embed(missing, batch_size=batch_size, verbose=verbose)
-            rows = {text: (new.tokens[k], new.ids[k], new.special[k], new.vectors[k]) for k, text in
-                    enumerate(missing)}
-            memo.update(rows)
+            new, vectors, order = self._run(missing, batch_size=batch_size, verbose=verbose)
+            missing = [missing[t] for t in order.tolist()]
+            host = vectors.cpu().numpy()  # one copy per call, for the memo and the cache
+            off = new.offsets
+            stored = {text: (new.row(k).copy(), host[off[k]:off[k + 1]].copy()) for k, text in enumerate(missing)}
+            memo.update(stored)
             if cache is not None:
+                vocabulary = self.vocabulary
                 for namespace, group in spaces.items():
-                    part = {t: rows[t] for t in group if t in rows}
+                    part = {t: stored[t] for t in group if t in stored}
                     if part:
-                        cache.put(namespace, part)
-        found = [memo[t] for t in texts]
-        return TokenEmbeddings(tokens=[r[0] for r in found], ids=[r[1] for r in found],
-                               special=[r[2] for r in found], vectors=[r[3] for r in found])
+                        cache.put(namespace, part, describe=lambda ids: (vocabulary.tokens(ids),
+                                                                         vocabulary.special[ids].tolist()))
+            parts.append(vectors)
+            packed = new if not found else PackedIds.of([memo[t][0] for t in found + missing])
+        index = {text: u for u, text in enumerate(found + missing)}
+        return self._batch(parts[0] if len(parts) == 1 else torch.cat(parts), packed, [index[t] for t in texts])
+
+    def _batch(self, vectors: Tensor, packed: PackedIds, rows: list[int]) -> TokenBatch:
+        return TokenBatch(packed=packed, vocabulary=self.vocabulary, vectors=vectors,
+                          rows=np.asarray(rows, dtype=np.int64))
 
     def _namespaces(self, texts: Sequence[str]) -> dict[str, list[str]]:
         """The cache namespace of each text: a text that fits one window is read in one forward pass under
         every long-text setting, so it is keyed by the namespace all of them share (switching `long_texts`,
         `window_size` or `window_overlap` reuses it); a longer one by this encoder's own."""
         span, out = self.span, dict[str, list[str]]()
-        for text, ids in zip(texts, self.tokenize(texts), strict=True):
+        for text, ids in zip(texts, self.content_ids(texts), strict=True):
             key = self.single_pass_namespace if len(ids) <= span else self.cache_namespace
             out.setdefault(key, []).append(text)
         return out
@@ -604,105 +622,106 @@ class Encoder:
             facts.update(window_size=self.window_size, window_overlap=self.window_overlap)
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
 
-    def _embed(self, texts: Sequence[str], *, batch_size: int, verbose: bool) -> TokenEmbeddings:
-        if batch_size < 1:
-            raise ValueError(f"Encoder: `batch_size` must be >= 1, got {batch_size}.")
+    def _run(self, texts: list[str], *, batch_size: int, verbose: bool) -> tuple[PackedIds, Tensor, np.ndarray]:
+        """The distinct `texts` through the model: ``(ids, vectors, order)``, the ids as read (special tokens
+        included) and the vectors packed in one [T, d] float32 tensor on the device, of the texts in the order
+        they ran (``texts[order[j]]`` is packed text j: longest first, so that each batch's output is one
+        contiguous block). A text longer than the window is truncated, refused, or read in windows and stitched
+        (each content token from the window where it is most central; the leading specials from the first
+        window, the trailing ones from the last)."""
         bb = self.backbone
-        tok = bb.tokenizer
-        unique = list(dict.fromkeys(texts))
-        progress.encoded(len(unique))
-        content = self.tokenize(unique)
-        # Windows: each unique text becomes one or more sequences of <= span content tokens.
-        span = self.span
-        windows: list[tuple[int, int, int]] = []  # (text index, start, stop) into content ids
-        for t, ids in enumerate(content):
-            if len(ids) > span and self.long_texts == "error":
-                raise ValueError(f"Encoder: text {unique[t][:40]!r}... has {len(ids)} tokens, more than the "
-                                 f"model window ({span} + specials); use long_texts='window' or 'truncate'.")
-            windows += [(t, start, stop) for start, stop in self.windows(len(ids))]
-        seqs = [bb.with_specials(content[t][s:e]) for t, s, e in windows]
-        window_out = self._forward(seqs, batch_size=batch_size, verbose=verbose)
-        # Reassemble per unique text.
-        by_text: dict[int, list[int]] = {}
-        for w, (t, _, _) in enumerate(windows):
-            by_text.setdefault(t, []).append(w)
-        vectors: list[Tensor] = []
-        ids_out: list[list[int]] = []
-        for t in range(len(unique)):
-            ws = by_text[t]
-            if len(ws) == 1:
-                vectors.append(window_out[ws[0]])
-                ids_out.append(seqs[ws[0]])
+        progress.encoded(len(texts))
+        content = self.content_ids(texts)
+        span, n_pre, n_suf = self.span, len(bb.prefix), len(bb.suffix)
+        prefix, suffix = np.asarray(bb.prefix, dtype=np.int64), np.asarray(bb.suffix, dtype=np.int64)
+        lengths = np.fromiter((len(ids) for ids in content), dtype=np.int64, count=len(content))
+        if self.long_texts == "error" and (lengths > span).any():
+            t = int(np.argmax(lengths > span))
+            raise ValueError(f"Encoder: text {texts[t][:40]!r}... has {lengths[t]} tokens, more than the "
+                             f"model window ({span} + specials); use long_texts='window' or 'truncate'.")
+        # Each text becomes one or more windows (sequences of <= span content tokens with their specials); equal
+        # sequences (texts that differ only in what the tokenizer drops, e.g. case for an uncased model) run once
+        # and get the same bits, so their distance is exactly 0.
+        seq_of: dict[bytes, int] = {}
+        seqs: list[np.ndarray] = []
+        windows: list[list[tuple[int, int]]] = []
+        first: list[int] = []  # each text's first sequence
+        for ids in content:
+            spans = self.windows(len(ids)) if len(ids) > span else [(0, len(ids))]
+            windows.append(spans)
+            for w, (s, e) in enumerate(spans):
+                key = ids[s:e].tobytes()
+                if key not in seq_of:
+                    seq_of[key] = len(seqs)
+                    seqs.append(np.concatenate([prefix, ids[s:e], suffix]))
+                if w == 0:
+                    first.append(seq_of[key])
+        seq_lengths = np.fromiter((len(q) for q in seqs), dtype=np.int64, count=len(seqs))
+        run = np.argsort(-seq_lengths, kind="stable")  # the sequences in the order they run
+        place = np.empty(len(seqs), dtype=np.int64)
+        place[run] = np.arange(len(seqs))
+        seq_offsets = np.concatenate([[0], np.cumsum(seq_lengths[run])]).astype(np.int64)
+        ran = torch.empty((int(seq_offsets[-1]), self.vector_size), dtype=torch.float32, device=bb.device)
+        self._forward([seqs[i] for i in run], seq_offsets, ran, batch_size=batch_size, verbose=verbose)
+        order = np.argsort(place[np.asarray(first, dtype=np.int64)], kind="stable")
+        read = [np.concatenate([prefix, content[t][:windows[t][-1][1]], suffix]) for t in order.tolist()]
+        packed = PackedIds.of(read)
+        if len(seqs) == len(texts) and all(len(w) == 1 for w in windows):  # each text its own sequence, in order
+            return packed, ran, order
+        # Otherwise each token is read from the sequence (and position) it comes from.
+        source = []
+        for t in order.tolist():
+            spans, ids = windows[t], content[t]
+            starts = [seq_offsets[place[seq_of[ids[s:e].tobytes()]]] for s, e in spans]
+            if len(spans) == 1:
+                source.append(starts[0] + np.arange(n_pre + spans[0][1] - spans[0][0] + n_suf))
                 continue
-            vectors.append(self._stitch([windows[w] for w in ws], [window_out[w] for w in ws],
-                                        len(bb.prefix), len(bb.suffix)))
-            ids_out.append(bb.with_specials(content[t][: windows[ws[-1]][2]]))
-        specials = set(tok.all_special_ids)
-        tokens = [tok.convert_ids_to_tokens(ids) for ids in ids_out]
-        special = [[i in specials for i in ids] for ids in ids_out]
-        index = {text: i for i, text in enumerate(unique)}
-        order = [index[text] for text in texts]
-        return TokenEmbeddings(tokens=[tokens[i] for i in order], ids=[ids_out[i] for i in order],
-                               special=[special[i] for i in order], vectors=[vectors[i] for i in order])
-
-    @staticmethod
-    def _stitch(spans: list[tuple[int, int, int]], outs: list[Tensor], n_prefix: int, n_suffix: int) -> Tensor:
-        """Join window outputs: each content token from the window where it is most central;
-        the leading specials come from the first window, the trailing ones from the last."""
-        total = spans[-1][2]
-        best = torch.full((total,), -1, dtype=torch.long)
-        best_dist = torch.full((total,), float("inf"))
-        for w, (_, s, e) in enumerate(spans):
-            pos = torch.arange(s, e, dtype=torch.float)
-            dist = (pos - (s + e - 1) / 2).abs()
-            better = dist < best_dist[s:e]
-            best[s:e][better] = w
-            best_dist[s:e][better] = dist[better]
-        rows = [outs[0][0:n_prefix]]
-        for i in range(total):
-            w = int(best[i])
-            rows.append(outs[w][n_prefix + i - spans[w][1]].unsqueeze(0))
-        rows.append(outs[-1][outs[-1].shape[0] - n_suffix:])
-        return torch.cat(rows, 0)
+            used = spans[-1][1]  # stitched: each content token from the window where it is most central
+            best = np.zeros(used, dtype=np.int64)
+            best_dist = np.full(used, np.inf)
+            for w, (s, e) in enumerate(spans):
+                dist = np.abs(np.arange(s, e) - (s + e - 1) / 2)
+                better = dist < best_dist[s:e]
+                best[s:e][better] = w
+                best_dist[s:e][better] = dist[better]
+            window_start = np.array([s for s, _ in spans], dtype=np.int64)
+            last = n_pre + spans[-1][1] - spans[-1][0] + n_suf  # the last window's length
+            source.append(np.concatenate([starts[0] + np.arange(n_pre),
+                                          np.asarray(starts)[best] + n_pre + np.arange(used) - window_start[best],
+                                          starts[-1] + np.arange(last - n_suf, last)]).astype(np.int64))
+        return packed, ran.index_select(0, host_tensor(np.concatenate(source), bb.device)), order
 
     @torch.inference_mode()
-    def _forward(self, seqs: list[list[int]], *, batch_size: int, verbose: bool) -> list[Tensor]:
-        """The selected layer per id sequence. Equal sequences (texts that differ only in what the tokenizer
-        drops, e.g. case for an uncased model) run once and get the same bits, so their distance is exactly 0."""
-        first: dict[tuple[int, ...], int] = {}
-        for i, seq in enumerate(seqs):
-            first.setdefault(tuple(seq), i)
-        if len(first) < len(seqs):
-            distinct = list(first.values())
-            ran = dict(zip(distinct, self._forward(
-                [seqs[i] for i in distinct], batch_size=batch_size, verbose=verbose), strict=True))
-            return [ran[i] if i == first[tuple(seq)] else ran[first[tuple(seq)]].clone() for i, seq in enumerate(seqs)]
+    def _forward(self, seqs: list[np.ndarray], offsets: np.ndarray, out: Tensor, *, batch_size: int,
+                 verbose: bool) -> None:
+        """Run the id sequences `seqs` (longest first) in batches and write the selected layer's vectors of
+        sequence i into rows ``offsets[i]:offsets[i + 1]`` of `out` (each batch's rows are one block)."""
         bb = self.backbone
         pad = bb.tokenizer.pad_token_id if bb.tokenizer.pad_token_id is not None else 0
-        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]), reverse=True)
+        lengths = np.diff(offsets)
         layers = self.layers
-        out: list[Tensor | None] = [None] * len(seqs)
         cpu = bb.device.type == "cpu"
-        plan = token_batches([len(seqs[i]) for i in order], batch_size, CPU_BATCH_TOKENS if cpu else None)
-        batches = range(len(plan))
+        plan = token_batches(lengths.tolist(), batch_size, CPU_BATCH_TOKENS if cpu else None)
+        last_only = isinstance(self._layer, int) and layers[0] == bb.num_layers
+        batches: Any = range(len(plan))
         if verbose and not progress.active():  # inside a metric call its one bar shows the batches
             from tqdm.auto import tqdm
 
             batches = tqdm(batches, desc="movers: encoding", unit="batch")
         for step in batches:
             progress.encoding(step + 1, len(plan))
-            idx = [order[k] for k in plan[step]]
-            width = max(len(seqs[i]) for i in idx)
-            input_ids = torch.full((len(idx), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for row, i in enumerate(idx):
-                input_ids[row, : len(seqs[i])] = torch.tensor(seqs[i], dtype=torch.long)
-                mask[row, : len(seqs[i])] = 1
-            # Only the last layer: no hidden_states tuple, so the earlier layers' outputs are freed as the
-            # forward pass goes (the same tensor: hidden_states[-1] is last_hidden_state).
-            last_only = isinstance(self._layer, int) and layers[0] == bb.num_layers
-            result = bb.model(input_ids=input_ids.to(bb.device), attention_mask=mask.to(bb.device),
-                              output_hidden_states=not last_only)
+            rows = plan[step]
+            width = int(lengths[rows.start])
+            input_ids = np.full((len(rows), width), pad, dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            flat = ranges(np.arange(len(rows), dtype=np.int64) * width, lengths[rows.start:rows.stop])
+            input_ids.reshape(-1)[flat] = np.concatenate(seqs[rows.start:rows.stop])
+            mask.reshape(-1)[flat] = 1
+            with torch.profiler.record_function(FORWARD_LABEL):
+                # Only the last layer: no hidden_states tuple, so the earlier layers' outputs are freed as the
+                # forward pass goes (the same tensor: hidden_states[-1] is last_hidden_state).
+                result = bb.model(input_ids=host_tensor(input_ids, bb.device),
+                                  attention_mask=host_tensor(mask, bb.device), output_hidden_states=not last_only)
             if last_only:
                 vec = result.last_hidden_state
             elif isinstance(self._layer, int):
@@ -710,10 +729,19 @@ class Encoder:
             else:
                 vec = power_means([result.hidden_states[k] for k in layers])
             del result
-            vec = vec.float().cpu()
-            for row, i in enumerate(idx):
-                out[i] = vec[row, : len(seqs[i])].clone()
-        return out  # type: ignore[return-value]
+            block = out[int(offsets[rows.start]):int(offsets[rows.stop])]  # this batch's rows, without padding
+            source = vec.reshape(-1, vec.shape[-1])
+            if width * len(rows) == len(block):  # no padding: the batch is the block
+                block.copy_(source)
+            elif vec.dtype == torch.float32:
+                torch.index_select(source, 0, host_tensor(flat, bb.device), out=block)
+            else:  # float16 / bfloat16 models: vectors are kept in float32
+                block.copy_(source.index_select(0, host_tensor(flat, bb.device)))
+
+
+FORWARD_LABEL = "movers: encoder forward"
+"""The profiler label of the model's forward pass (torch.profiler.record_function): what the operation counts of
+the studies and tests leave out, the encoder's own work."""
 
 
 CPU_BATCH_TOKENS = 1024

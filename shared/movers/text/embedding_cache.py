@@ -4,7 +4,8 @@ set with one new system encodes only the new system's texts.
 * :class:`EmbeddingCache` ``()`` keeps entries in this process (what a training loop's repeated ``compute``
   calls need: the same references are embedded once); ``EmbeddingCache(folder)`` keeps them on disk, shared
   by every process that names the folder (``movers score --cache DIR``, ``MOVERS_CACHE``).
-* An entry is one text's encoder output (wordpieces, ids, special flags, float32 vectors), keyed by the text
+* An entry is one text's encoder output (its token ids and float32 vectors; a folder entry also records the
+  wordpieces and special flags, for a person reading it), keyed by the text
   and the encoder's *namespace*: everything that can change a vector (the model files' content fingerprint
   and name with revision, the layer(s) and their aggregation, dtype, device type, window and long-text
   handling, the torch and transformers versions; :meth:`movers.Encoder.cache_namespace`). A text that fits one
@@ -32,13 +33,12 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 __all__ = ["EmbeddingCache", "CacheInfo", "Row", "CACHE_ENV", "DEFAULT_MEMORY_BYTES", "DEFAULT_DISK_BYTES",
            "resolve_cache", "check_cache", "using_cache", "current_cache", "OBJECT_CACHE_BYTES", "object_cache_options"]
@@ -54,8 +54,11 @@ _MAGIC = b"movers-embedding\x01"
 _LAYOUT = "v1"
 _MAX_HEADER = 64 * 2**20
 
-Row = tuple[list[str], list[int], list[bool], torch.Tensor]
-"""One text's encoder output: wordpieces, ids, special flags, float32 vectors [len, d] (CPU)."""
+Row = tuple[np.ndarray, np.ndarray]
+"""One text's encoder output on the host: its token ids (int64 [len], special tokens included) and float32
+vectors [len, d]."""
+Describe = Callable[[np.ndarray], tuple[list[str], list[bool]]]
+"""Token ids -> (wordpieces, special flags): what a folder entry records beside the ids."""
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,9 @@ class EmbeddingCache:
             self._misses += len(unique) - len(found)
         return found
 
-    def put(self, namespace: str, rows: dict[str, Row]) -> None:
-        """Store entries (text -> row), then remove the least recently used past the bound."""
+    def put(self, namespace: str, rows: dict[str, Row], *, describe: Describe | None = None) -> None:
+        """Store entries (text -> row), then remove the least recently used past the bound; `describe` gives the
+        wordpieces and special flags a folder entry records (none without it)."""
         if self.folder is None:
             with self._lock:
                 for text, row in rows.items():
@@ -146,7 +150,7 @@ class EmbeddingCache:
             return
         for text, row in rows.items():
             try:
-                self._written += self._write(namespace, text, row)
+                self._written += self._write(namespace, text, row, describe)
             except OSError as err:
                 self._read_only_now(err)
                 return
@@ -219,10 +223,10 @@ class EmbeddingCache:
         assert self.folder is not None
         return self.folder / _LAYOUT / key[:2] / key
 
-    def _write(self, namespace: str, text: str, row: Row) -> int:
+    def _write(self, namespace: str, text: str, row: Row, describe: Describe | None) -> int:
         path = self._path(_key(namespace, text))
         path.parent.mkdir(exist_ok=True)
-        data = _encode(namespace, text, row)
+        data = _encode(namespace, text, row, describe)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -278,15 +282,16 @@ def _key(namespace: str, text: str) -> str:
 
 
 def _row_bytes(row: Row) -> int:
-    tokens, ids, _, vectors = row
-    return vectors.numel() * vectors.element_size() + 16 * len(ids) + sum(len(t) for t in tokens)
+    ids, vectors = row
+    return int(vectors.nbytes) + int(ids.nbytes)
 
 
-def _encode(namespace: str, text: str, row: Row) -> bytes:
-    tokens, ids, special, vectors = row
-    header = json.dumps({"namespace": namespace, "text": text, "tokens": tokens, "ids": ids, "special": special,
-                         "shape": list(vectors.shape)}, ensure_ascii=True).encode("ascii")
-    body = _MAGIC + struct.pack("<I", len(header)) + header + vectors.contiguous().numpy().astype("<f4").tobytes()
+def _encode(namespace: str, text: str, row: Row, describe: Describe | None) -> bytes:
+    ids, vectors = row
+    tokens, special = describe(ids) if describe is not None else ([""] * len(ids), [False] * len(ids))
+    header = json.dumps({"namespace": namespace, "text": text, "tokens": tokens, "ids": ids.tolist(),
+                         "special": special, "shape": list(vectors.shape)}, ensure_ascii=True).encode("ascii")
+    body = _MAGIC + struct.pack("<I", len(header)) + header + np.ascontiguousarray(vectors, dtype="<f4").tobytes()
     return body + hashlib.sha256(body).digest()
 
 
@@ -313,8 +318,8 @@ def _decode(data: bytes, namespace: str, text: str) -> Row | None:
     raw = body[head + size:]
     if len(raw) != 4 * shape[0] * shape[1]:
         return None
-    vectors = torch.from_numpy(np.frombuffer(raw, dtype="<f4").astype(np.float32).reshape(shape))
-    return tokens, ids, [bool(s) for s in special], vectors
+    vectors = np.frombuffer(raw, dtype="<f4").astype(np.float32).reshape(shape)
+    return np.asarray(ids, dtype=np.int64), vectors
 
 
 def _unlink(path: Path) -> int:

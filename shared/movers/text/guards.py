@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+import numpy as np
+
+from .token_batch import TokenTexts
+
 __all__ = ["MAX_TRANSPORT_ENTRIES", "check_content", "check_transport_size", "check_encoder_inputs", "text_labels"]
 
 MAX_TRANSPORT_ENTRIES = 1 << 25
@@ -23,8 +27,8 @@ Raise it (``movers.text.guards.MAX_TRANSPORT_ENTRIES = ...``) on a machine with 
 score, only refuses."""
 
 
-KeptTokens = Callable[[Sequence[str]], Sequence[int]]
-"""A metric's token filter: all tokens of a text (special tokens included) -> the positions it keeps."""
+Filtered = Callable[[TokenTexts], np.ndarray]
+"""A metric's token filter: texts' tokens (ids and classes) -> [T] bool, the tokens its filters remove."""
 
 
 def text_labels(n_predictions: int, references: Sequence[Sequence[str]]) -> list[str]:
@@ -36,47 +40,50 @@ def text_labels(n_predictions: int, references: Sequence[Sequence[str]]) -> list
 
 
 def check_encoder_inputs(metric: str, encoder, predictions: Sequence[str], references: Sequence[Sequence[str]],
-                         *, kept: KeptTokens | None = None, filters: str = "", self_normalised: bool = False
-                         ) -> list[str]:
+                         *, filtered: Filtered | None = None, self_normalised: bool = False) -> list[str]:
     """Both guards for a contextual-embedding metric, from the tokenizer alone (no model run).
 
     A text without any non-special token other than ``[UNK]``, as embedded (``long_texts`` applied),
     raises (:func:`check_content`): the encoder saw nothing of it. Sizes count every token incl.
     special tokens; with `self_normalised` (TWMD) each text is also compared with itself, so
     ``max(n, m)²`` is bounded. Returns the labels of the texts whose real tokens the metric's filter
-    `kept` removes entirely (the caller warns: only special tokens, which did see the text, remain).
+    `filtered` removes entirely (the caller warns: only special tokens, which did see the text, remain).
     """
-    if not hasattr(encoder, "token_ids"):
+    if not hasattr(encoder, "packed_ids"):
         return []  # a duck-typed encoder without a tokenizer (hand-made vectors in tests): nothing to inspect
     flat = [r for group in references for r in group]
     backbone = encoder.backbone
-    tokenizer, lead, tail = backbone.tokenizer, len(backbone.prefix), len(backbone.suffix)
-    unk = getattr(tokenizer, "unk_token_id", None)
-    # Text by text, keeping only lengths and flags (memory bounded for any call size); labels on demand.
-    lengths, empty, filtered = [], [], []
-    for j, seq in enumerate(encoder.iter_token_ids(list(predictions) + flat)):
-        lengths.append(len(seq))
-        real = [p for p in range(lead, len(seq) - tail) if seq[p] != unk]
-        if not real:
-            empty.append(j)
-        elif kept is not None:
-            keep = set(kept(tokenizer.convert_ids_to_tokens(seq)))
-            if not any(p in keep for p in real):
-                filtered.append(j)
-    if empty or filtered:
+    lead, tail = len(backbone.prefix), len(backbone.suffix)
+    unk = getattr(backbone.tokenizer, "unk_token_id", None)
+    # Some thousands of texts at a time, keeping only lengths and flags (memory bounded for any call size).
+    length_parts, empty, filtered_texts = [], [], []
+    for start, packed in encoder.iter_packed_ids(list(predictions) + flat):
+        lengths = packed.lengths
+        length_parts.append(lengths)
+        position = packed.position
+        real = (position >= lead) & (position < lengths[packed.text_of] - tail)
+        if unk is not None:
+            real &= packed.ids != unk
+        has_real = packed.count(real) > 0
+        empty += (start + np.flatnonzero(~has_real)).tolist()
+        if filtered is not None:
+            kept = real & ~filtered(TokenTexts(packed, encoder.vocabulary))
+            filtered_texts += (start + np.flatnonzero(has_real & (packed.count(kept) == 0))).tolist()
+    if empty or filtered_texts:
         labels = text_labels(len(predictions), references)
         check_content(metric, [labels[j] for j in empty], [False] * len(empty))
-        filtered_out = [labels[j] for j in filtered]
+        filtered_out = [labels[j] for j in filtered_texts]
     else:
         filtered_out = []
+    lengths = np.concatenate(length_parts) if length_parts else np.zeros(0, dtype=np.int64)
     n_pred = len(predictions)
-
-    def problem(k: int, i: int) -> tuple[str, int, int]:
-        n, m = lengths[i], lengths[n_pred + k]
-        return (f"segment {i}", *((max(n, m),) * 2 if self_normalised else (n, m)))
-
-    owner = (i for i, group in enumerate(references) for _ in group)
-    check_transport_size(metric, (problem(k, i) for k, i in enumerate(owner)))  # one problem at a time
+    owner = np.fromiter((i for i, group in enumerate(references) for _ in group), dtype=np.int64, count=len(flat))
+    n, m = lengths[owner], lengths[n_pred:]
+    if self_normalised:
+        n = m = np.maximum(n, m)
+    if len(owner):
+        worst = int(np.argmax(n * m))
+        check_transport_size(metric, [(f"segment {owner[worst]}", int(n[worst]), int(m[worst]))])
     return filtered_out
 
 

@@ -15,10 +15,14 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Idf", "idf_from_ids", "idf_from_counts", "document_frequencies", "call_idf"]
+from .tokens import PackedIds
+
+__all__ = ["Idf", "idf_from_ids", "idf_from_counts", "document_frequencies", "packed_frequencies", "call_idf",
+           "call_idf_of_texts"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,12 @@ class Idf:
     def lookup(self, ids: Sequence[int]) -> list[float]:
         get, default = self.weights.get, self.default
         return [get(i, default) for i in ids]
+
+    def lookup_array(self, ids: np.ndarray) -> np.ndarray:
+        """:meth:`lookup` of an id array, as float64 (each distinct id looked up once)."""
+        distinct, inverse = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
+        get, default = self.weights.get, self.default
+        return np.array([get(i, default) for i in distinct.tolist()], dtype=np.float64)[inverse.reshape(-1)]
 
     @property
     def label(self) -> str:
@@ -97,12 +107,37 @@ def idf_from_ids(docs: Iterable[Sequence[int]], *, tokenizer: str = "") -> Idf:
     return idf_from_counts(*document_frequencies(docs), tokenizer=tokenizer)
 
 
+def packed_frequencies(packed: PackedIds) -> tuple[Counter[int], int]:
+    """:func:`document_frequencies` of packed texts, with array operations: each distinct (text, id) once."""
+    if not len(packed.ids):
+        return Counter(), len(packed)
+    size = int(packed.ids.max()) + 1
+    pairs = np.unique(packed.text_of * size + packed.ids)
+    ids, counts = np.unique(pairs % size, return_counts=True)
+    return Counter(dict(zip(ids.tolist(), counts.tolist(), strict=True))), len(packed)
+
+
 def call_idf(docs: Iterable[Sequence[int]], *, tokenizer: str = "") -> Idf:
     """Per-call IDF: document frequencies of this process's `docs` summed over the active scope (all ranks
     of :func:`~movers.distributed.distributed_scoring`, or a whole stream), so that every part of a call
     weights tokens as one process scoring the whole call would."""
+    return _scoped(*document_frequencies(docs), tokenizer=tokenizer)
+
+
+def call_idf_of_texts(encoder: Any, texts: Sequence[str]) -> Idf:
+    """:func:`call_idf` of `texts` as `encoder` reads them (its ids, special tokens included, ``long_texts``
+    applied), tokenised some thousands at a time and counted with array operations."""
+    df: Counter[int] = Counter()
+    n = 0
+    for _, packed in encoder.iter_packed_ids(texts):
+        part, k = packed_frequencies(packed)
+        df.update(part)
+        n += k
+    return _scoped(df, n, tokenizer=encoder.name)
+
+
+def _scoped(df: Counter[int], n: int, *, tokenizer: str) -> Idf:
     from ..core.scope import current_scope
 
     scope = current_scope()
-    df, n = document_frequencies(docs)
     return idf_from_counts(scope.total(df), scope.total(n), tokenizer=tokenizer)
