@@ -451,15 +451,15 @@ def encoder():
     """One encoder whose embeddings are memoised per text list (test speed only; never changes a number)."""
     enc = Encoder()
     cache: dict[tuple[str, ...], object] = {}
-    real = enc.embed
+    real = enc.encode
 
-    def embed(texts, **kwargs):
+    def encode(texts, **kwargs):
         key = tuple(texts)
         if key not in cache:
             cache[key] = real(texts, **kwargs)
         return cache[key]
 
-    enc.embed = embed  # instance attribute: only this test module's encoder is memoised
+    enc.encode = encode  # instance attribute: only this test module's encoder is memoised
     return enc
 
 
@@ -754,7 +754,7 @@ def test_huge_calls_are_scored_in_bounded_chunks(monkeypatch, centering, k):
     whole = lazy_emd(preds, refs, **options)
     calls = []
     monkeypatch.setattr(pipeline, "CHUNK", 1)
-    monkeypatch.setattr(Encoder, "embed", lambda self, texts, f=Encoder.embed, **kw: calls.append(len(texts)) or
+    monkeypatch.setattr(Encoder, "encode", lambda self, texts, f=Encoder.encode, **kw: calls.append(len(texts)) or
                         f(self, texts, **kw))
     chunked = lazy_emd(preds, refs, **options)
     step = k if centering == "batch" else 1  # whole centring batches

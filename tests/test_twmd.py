@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import movers
-from movers.text.embedding import Encoder, TokenEmbeddings
+from movers.text.embedding import Encoder
+from movers.text.embedding_cache import EmbeddingCache, using_cache
 from movers import TwmdCentering, twmd
 from movers.core.transport import tempered_plans
 from movers.metrics.twmd import DEFAULT_TEMPERATURES, MODES, default_layer
@@ -149,20 +150,16 @@ def test_default_temperatures_are_the_papers():
 # ---------------------------------------------------------------- the real encoder
 
 class CachedEncoder(Encoder):
-    """Embeds each distinct text once for the whole module (the fixtures share their inputs)."""
+    """Embeds each distinct text once for the whole module (the fixtures share their inputs): its own in-memory
+    embedding cache, whose hits are the stored vectors bit for bit."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._cache: dict[str, tuple] = {}
+        self._cache = EmbeddingCache()
 
-    def embed(self, texts, *, batch_size=64, verbose=False):
-        new = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if new:
-            e = super().embed(new, batch_size=batch_size, verbose=verbose)
-            for i, t in enumerate(new):
-                self._cache[t] = (e.tokens[i], e.ids[i], e.special[i], e.vectors[i])
-        rows = [self._cache[t] for t in texts]
-        return TokenEmbeddings(*[list(col) for col in zip(*rows)])
+    def encode(self, texts, *, batch_size=64, verbose=False):
+        with using_cache(self._cache):
+            return super().encode(texts, batch_size=batch_size, verbose=verbose)
 
 
 @pytest.fixture(scope="module")
@@ -474,7 +471,7 @@ def test_huge_calls_are_scored_in_bounded_chunks(monkeypatch, centering, k):
     whole = twmd(preds, refs, centering=centering, centering_batch=k, return_plans=True)
     calls = []
     monkeypatch.setattr(pipeline, "CHUNK", 1)
-    monkeypatch.setattr(Encoder, "embed", lambda self, texts, f=Encoder.embed, **kw: calls.append(len(texts)) or
+    monkeypatch.setattr(Encoder, "encode", lambda self, texts, f=Encoder.encode, **kw: calls.append(len(texts)) or
                         f(self, texts, **kw))
     chunked = twmd(preds, refs, centering=centering, centering_batch=k, return_plans=True)
     step = k if centering == "batch" else 1  # whole centring batches
@@ -488,11 +485,11 @@ def test_huge_calls_are_scored_in_bounded_chunks(monkeypatch, centering, k):
 
 
 class _NoTokenizerView(Encoder):
-    """An encoder that hides `token_ids`, so the tokenizer guard cannot inspect the texts: TWMD's own check
+    """An encoder that hides `packed_ids`, so the tokenizer guard cannot inspect the texts: TWMD's own check
     on the kept vectors must then refuse a text with no kept token."""
 
     def __getattribute__(self, name):
-        if name == "token_ids":
+        if name == "packed_ids":
             raise AttributeError(name)
         return super().__getattribute__(name)
 
@@ -518,18 +515,18 @@ def test_self_terms_once_per_unique_text(encoders, monkeypatch):
     preds = [p for p, _ in PAIRS] + [PAIRS[0][0], article]
     refs = [article] * len(preds)
     rows = []
-    original = module.tempered_sides
+    original = module.tempered_values
 
-    def counted(x, xm, y, ym, **kw):
-        if x is y:
-            rows.append(x.shape[0])
-        return original(x, xm, y, ym, **kw)
+    def counted(sim, xm, ym, **kw):
+        if kw.get("symmetric"):  # a self-term call: each row a text met with itself
+            rows.append(sim.shape[0])
+        return original(sim, xm, ym, **kw)
 
-    monkeypatch.setattr(module, "tempered_sides", counted)
+    monkeypatch.setattr(module, "tempered_values", counted)
     out = twmd(preds, refs, centering="none", encoder=encoders[-1])
     assert sum(rows) == len(PAIRS) + 1  # the six predictions and the article (also a prediction): one row each
     assert out.scores[-1] == 1.0 and out.extra["precision"][-1] == 1.0 and out.extra["recall"][-1] == 1.0
-    monkeypatch.setattr(module, "tempered_sides", original)
+    monkeypatch.setattr(module, "tempered_values", original)
     for i in range(len(preds)):
         alone = twmd([preds[i]], [refs[i]], centering="none", encoder=encoders[-1])
         assert out.scores[i] == pytest.approx(alone.scores[0], abs=1e-12)

@@ -16,6 +16,7 @@ STUDIES: dict[str, str] = {
     "validation": "validation",
     "long-texts": "long_texts",
     "speed": "speed",
+    "gpu": "gpu",
     "scale": "scale",
     "systems": "systems",
     "ray": "ray",

@@ -9,5 +9,7 @@
   statistics add up; ``summation``: exact float sums, the same bits in any order;
 * ``significance``: paired bootstrap, approximate randomization and bootstrap intervals;
 * ``parallel``, ``progress``, ``cache``, ``explanation``: transport threads, one progress bar, loaded resources,
-  one pair's transport plan and its heatmap.
+  one pair's transport plan and its heatmap;
+* ``packed``, ``pairs``: per-text data of many texts as flat arrays (index ranges, padded gathers, the one copy to
+  the device); point sets and a bucket of pairs gathered on the device (cosines, unit distances).
 """

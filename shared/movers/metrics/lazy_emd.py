@@ -38,24 +38,32 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
+from torch import Tensor
 
+from ..core import progress
 from ..core.explanation import Explanation, plot_explanation
-from ..core.histogram import Alignment, Histogram, unit_rows
+from ..core.histogram import Alignment, Histogram
 from ..core.options import Widget, option
-from ..core.parallel import transport_threads
+from ..core.pairs import PointSets, cosines, pairwise, sides_of, stage
+from ..core.parallel import Solver
+from ..core.parallel import solver as solver_pool
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, format_float, library_versions, nrefs_label
 from ..core.spec import Inputs, LongTextStudy, Output
-from ..core.transport import buckets, emd, solve_ragged, unbalanced_sinkhorn_batch
+from ..core.transport import buckets, network_simplex, unbalanced_sinkhorn_batch
 from ..core.validation import check_number
-from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, encoder_option, model_option
-from ..text.embedding import EmbeddedText, Encoder, load_encoder
+from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
+from ..pipeline.token_metric import TokenMetric, input_tokens, pair_sides
+from ..text.centering import SegmentMeans
+from ..text.embedding import Encoder, load_encoder
 from ..text.guards import check_encoder_inputs
-from ..text.idf import Idf, call_idf
+from ..text.idf import Idf, call_idf_of_texts
+from ..text.token_batch import TokenBatch, TokenTexts
+from ..text.tokens import PackedIds
 from . import examples
 
-__all__ = ["LAZY_EMD", "LazyEmdOptions", "lazy_emd_from_embeddings", "lazy_emd_masses", "lazy_emd_plot", "PRESETS",
-           "DEFAULT_PRESET", "MASK_THRESHOLD"]
+__all__ = ["LAZY_EMD", "LazyEmdOptions", "lazy_emd_from_embeddings", "lazy_emd_pairs", "lazy_emd_masses",
+           "lazy_emd_mass_array", "lazy_emd_plot", "PRESETS", "DEFAULT_PRESET", "MASK_THRESHOLD"]
 
 DEFAULT_PRESET = "tuned"
 MASK_THRESHOLD = 0.999
@@ -64,9 +72,8 @@ MASK_THRESHOLD = 0.999
 # Padded elements (problems x rows x columns) per solver call: bounds memory; changes a number by float64
 # rounding at most (other padding in the solver's sums).
 _SOLVER_BUDGET = 1 << 22
-# Padded elements per group of buckets whose cost matrices and plans are held at once (128 MiB per float64
-# array): bounds the memory of long texts, and leaves several buckets per group for a solver that runs them
-# side by side.
+# Padded elements of the buckets solved side by side (on a CPU's threads): bounds the memory of long texts,
+# and leaves several buckets per group for threads.
 _GROUP_BUDGET = 1 << 24
 
 
@@ -124,50 +131,115 @@ class LazyEmdContext(Context[LazyEmdOptions]):
 
 # ----------------------------------------------------------------------------------------- formula
 
-def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, reg: float = 0.009,
-                             reg_candidate: float = 0.23, reg_reference: float = 0.31,
-                             mask: float | None = MASK_THRESHOLD,
-                             solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = "sinkhorn",
-                             max_iter: int = 200_000, tol: float = 1e-6, device: torch.device | str | None = None,
-                             return_plans: bool = False, threads: int = 1) -> list[Alignment]:
-    """The formula, for aligned (prediction, reference) token histograms.
+def lazy_emd_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray, reference: np.ndarray, *,
+                   reg: float = 0.009, reg_candidate: float = 0.23, reg_reference: float = 0.31,
+                   mask: float | None = MASK_THRESHOLD,
+                   solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = "sinkhorn", max_iter: int = 200_000,
+                   tol: float = 1e-6, means: SegmentMeans | None = None, side_mean: np.ndarray | None = None,
+                   return_plans: bool = False, pool: Solver | None = None) -> list[Alignment]:
+    """The formula for many pairs: sides ``prediction[k]`` (rows, masses μ) and ``reference[k]`` (columns, masses
+    ν) of `points` (token vectors packed in `vectors`, on any device), centred by row ``side_mean[s]`` of
+    ``means.table`` when given.
 
-    With unit vectors x̂ (prediction, rows, masses μ) and ŷ (reference, columns, masses ν) and
-    ``C = clamp(1 - x̂ ŷᵀ, 0, 2)``, the plan P* minimises ``<C, P> + ε Σ P (log P - 1) + λc KL(P1 | μ)
-    + λr KL(Pᵀ1 | ν)`` (batched log-domain scaling iterations; "sinkhorn-plain": the original's plain
-    iterations; "emd": the exact balanced plan, the original's WMD baseline), plan entries with
-    ``C >= mask`` are zeroed (the original's post-solve mask; None: none), and the distance is ``<C, P*>``
-    (``score`` and ``distance``; ``values``: ``converged``, ``iterations``, ``masked_out``: the mask
-    removed every plan entry, a distance 0 from no match at all). `threads` size buckets are solved at once
-    (never changes a number).
+    With unit vectors x̂ and ŷ and ``C = clamp(1 - x̂ ŷᵀ, 0, 2)``, the plan P* minimises ``<C, P> + ε Σ P (log P - 1)
+    + λc KL(P1 | μ) + λr KL(Pᵀ1 | ν)`` (batched log-domain scaling iterations on the vectors' device;
+    "sinkhorn-plain": the original's plain iterations; "emd": the exact balanced plan on the host, the original's
+    WMD baseline), plan entries with ``C >= mask`` are zeroed (the original's post-solve mask; None: none), and
+    the distance is ``<C, P*>`` (``score`` and ``distance``; ``values``: ``converged``, ``iterations``,
+    ``masked_out``: the mask removed every plan entry, a distance 0 from no match at all). Pairs are solved in
+    size buckets, ``pool.threads`` buckets at once on a CPU (never changes a number); each bucket's results come
+    back to the host in one copy.
     """
-    out: list[Alignment | None] = [None] * len(pairs)
-    for group in _groups([(len(h.mass), len(r.mass)) for h, r in pairs]):
-        # One group at a time: its cost matrices and plans are freed before the next is built (long texts:
-        # tens of MB per pair), and a group holds whole solver buckets, so the buckets and numbers are the
-        # same as in one call.
-        costs = [(1.0 - unit_rows(torch.as_tensor(pairs[k][0].vectors()))
-                  @ unit_rows(torch.as_tensor(pairs[k][1].vectors())).T).clamp_(0.0, 2.0) for k in group]
-        a = [torch.as_tensor(pairs[k][0].mass, dtype=torch.float64) for k in group]
-        b = [torch.as_tensor(pairs[k][1].mass, dtype=torch.float64) for k in group]
+    n, m = points.count[prediction], points.count[reference]
+    out: list[Alignment | None] = [None] * len(prediction)
+    shapes = list(zip(n.tolist(), m.tolist(), strict=True))
+    options = dict(reg=reg, reg_a=reg_candidate, reg_b=reg_reference, max_iter=max_iter, tol=tol,
+                   accelerate=solver == "sinkhorn")
+
+    def solve(q: np.ndarray) -> None:
+        cost, a, b, valid_a, valid_b = _bucket(vectors, points, prediction[q], reference[q], means, side_mean)
         if solver == "emd":
-            solved = [emd(a_k, b_k, c) for a_k, b_k, c in zip(a, b, costs, strict=True)]
+            solved = _exact(cost, a, b, n[q], m[q], return_plans)
         else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # reported once, per segment, by the caller
-                solved = solve_ragged(unbalanced_sinkhorn_batch, a, b, costs, budget=_SOLVER_BUDGET, device=device,
-                                      reg=reg, reg_a=reg_candidate, reg_b=reg_reference, max_iter=max_iter,
-                                      tol=tol, accelerate=solver == "sinkhorn", threads=threads)
-        for k, t, c in zip(group, solved, costs, strict=True):
-            out[k] = _scored(t, c, mask, return_plans)
-        del costs, solved
+            solved = _unbalanced(cost, a, b, valid_a, valid_b, n[q], m[q], mask, return_plans, options)
+        for k, alignment in zip(q.tolist(), solved, strict=True):
+            out[k] = alignment
+
+    threads = pool is not None and pool.threads > 1 and vectors.device.type == "cpu"
+    with progress.transport():
+        for group in _groups(shapes):
+            # a group's buckets are the buckets of all pairs (:func:`_groups`); on a CPU, solved side by side
+            plan = [np.asarray(group, dtype=np.int64)[b] for b in buckets([shapes[k] for k in group],
+                                                                         budget=_SOLVER_BUDGET)]
+            if threads:
+                assert pool is not None
+                pool.map(solve, plan)
+            else:
+                for q in plan:
+                    solve(q)
+    progress.pairs_done(len(prediction))
     return out  # type: ignore[return-value]
+
+
+def _bucket(vectors: Tensor, points: PointSets, prediction: np.ndarray, reference: np.ndarray,
+            means: SegmentMeans | None, side_mean: np.ndarray | None) -> tuple[Tensor, ...]:
+    """A bucket's costs ``clamp(1 - cos, 0, 2)`` [B, n, m], masses [B, n] and [B, m] and the masks of real rows and
+    columns, on the vectors' device (the bucket's host arrays copied there at once)."""
+    index_h, _, a, valid_a = points.padded(prediction, int(points.count[prediction].max()))
+    index_r, _, b, valid_b = points.padded(reference, int(points.count[reference].max()))
+    arrays = [index_h, index_r, a, b, valid_a, valid_b]
+    if means is not None:
+        assert side_mean is not None
+        arrays += [side_mean[prediction], side_mean[reference]]
+    staged = stage(arrays, vectors.device)
+    mean_h = mean_r = None
+    if means is not None:
+        mean_h, mean_r = means.table.index_select(0, staged[6]), means.table.index_select(0, staged[7])
+    cost = pairwise(lambda x, y, _, __: cosines(x, y), vectors, (staged[0], staged[1]), (staged[4], staged[5]),
+                    mean=(mean_h, mean_r)).neg_().add_(1.0).clamp_(0.0, 2.0)  # 1 - cos
+    return cost, *staged[2:6]
+
+
+def _unbalanced(cost: Tensor, a: Tensor, b: Tensor, valid_a: Tensor, valid_b: Tensor, n: np.ndarray, m: np.ndarray,
+                mask: float | None, return_plans: bool, options: dict[str, Any]) -> list[Alignment]:
+    """The bucket's plans by the unbalanced solver, masked, and each pair's ``<C, P*>`` (one copy back)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # reported once, per segment, by the caller
+        t = unbalanced_sinkhorn_batch(a, b, cost, valid_a=valid_a, valid_b=valid_b, **options)
+    p = t.plan
+    assert p is not None
+    total = p.sum((1, 2))
+    if mask is not None:
+        p.masked_fill_(cost >= mask, 0.0)
+    kept = p.sum((1, 2))
+    values = torch.stack([(p * cost).sum((1, 2)), t.converged.to(torch.float64), t.iterations.to(torch.float64),
+                          ((total > 0) & (kept <= 1e-12 * total)).to(torch.float64)], 1).cpu().numpy()
+    host_cost, host_plan = (cost.cpu().numpy(), p.cpu().numpy()) if return_plans else (None, None)
+    return [Alignment(score=float(d), distance=float(d),
+                      cost=None if host_cost is None else host_cost[row, :n[row], :m[row]].copy(),
+                      plan=None if host_plan is None else host_plan[row, :n[row], :m[row]].copy(),
+                      values={"converged": bool(converged), "iterations": int(iterations),
+                              "masked_out": mask is not None and bool(masked_out)})
+            for row, (d, converged, iterations, masked_out) in enumerate(values)]
+
+
+def _exact(cost: Tensor, a: Tensor, b: Tensor, n: np.ndarray, m: np.ndarray, return_plans: bool) -> list[Alignment]:
+    """The bucket's exact balanced plans, one pair at a time on the host (the original's WMD baseline)."""
+    host_cost, host_a, host_b = cost.cpu().numpy(), a.cpu().numpy(), b.cpu().numpy()
+    out = []
+    for row in range(len(n)):
+        c = np.ascontiguousarray(host_cost[row, :n[row], :m[row]])
+        p, _ = network_simplex(host_a[row, :n[row]], host_b[row, :m[row]], c)
+        d = float((p * c).sum())
+        out.append(Alignment(score=d, distance=d, cost=c if return_plans else None, plan=p if return_plans else None,
+                             values={"converged": True, "iterations": 0, "masked_out": False}))
+    return out
 
 
 def _groups(shapes: list[tuple[int, int]]) -> list[list[int]]:
     """Consecutive solver buckets (:func:`~movers.core.transport.buckets`, `_SOLVER_BUDGET`) joined into groups
-    of at most `_GROUP_BUDGET` padded entries (a bucket larger than that is a group of its own). Solving a
-    group re-buckets it into exactly these buckets: same padding, same numbers as solving all pairs at once."""
+    of at most `_GROUP_BUDGET` padded entries (a bucket larger than that is a group of its own). Bucketing a
+    group gives exactly these buckets again: the same padding, the same numbers as all pairs at once."""
     groups: list[list[int]] = []
     size = _GROUP_BUDGET + 1
     for chunk in buckets(shapes, budget=_SOLVER_BUDGET):
@@ -180,41 +252,61 @@ def _groups(shapes: list[tuple[int, int]]) -> list[list[int]]:
     return groups
 
 
-def _scored(t: Any, c: torch.Tensor, mask: float | None, return_plans: bool) -> Alignment:
-    """The distance ``<C, P*>`` of a solved pair, with plan entries where ``C >= mask`` zeroed (in place)."""
-    assert t.plan is not None
-    plan = t.plan
-    total = float(plan.sum())
-    if mask is not None:
-        plan.masked_fill_(c >= mask, 0.0)
-    kept = float(plan.sum()) if mask is not None else total
-    masked_out = mask is not None and total > 0 and kept <= 1e-12 * total
-    d = float(torch.dot(plan.reshape(-1), c.reshape(-1)))
-    return Alignment(score=d, distance=d, cost=c.numpy() if return_plans else None,
-                     plan=plan.numpy() if return_plans else None,
-                     values={"converged": bool(t.converged), "iterations": int(t.iterations),
-                             "masked_out": masked_out})
+def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, reg: float = 0.009,
+                             reg_candidate: float = 0.23, reg_reference: float = 0.31,
+                             mask: float | None = MASK_THRESHOLD,
+                             solver: Literal["sinkhorn", "sinkhorn-plain", "emd"] = "sinkhorn",
+                             max_iter: int = 200_000, tol: float = 1e-6, device: torch.device | str | None = None,
+                             return_plans: bool = False, threads: int = 1) -> list[Alignment]:
+    """The formula (:func:`lazy_emd_pairs`) for aligned (prediction, reference) token histograms (masses μ, ν and
+    vectors [n, d], [m, d]; :meth:`Histogram.vectors`: centred by their origin), on `device` (default the CPU);
+    `threads` size buckets are solved at once (never changes a number)."""
+    sides = [h for pair in pairs for h in pair]
+    counts = np.array([len(h.mass) for h in sides], dtype=np.int64)
+    vectors = torch.cat([torch.as_tensor(np.asarray(h.vectors(), dtype=np.float64)).reshape(len(h.mass), -1)
+                         for h in sides]) if sides else torch.zeros(0, 1, dtype=torch.float64)
+    mass = np.concatenate([np.asarray(h.mass, dtype=np.float64).reshape(-1) for h in sides]) if sides else \
+        np.zeros(0)
+    points = PointSets.of_tokens(np.arange(len(mass)), sides_of(counts), len(sides), mass)
+    index = np.arange(len(sides), dtype=np.int64).reshape(-1, 2)
+    with solver_pool(threads) as pool:
+        return lazy_emd_pairs(vectors.to(device or "cpu"), points, index[:, 0], index[:, 1], reg=reg,
+                              reg_candidate=reg_candidate, reg_reference=reg_reference, mask=mask, solver=solver,
+                              max_iter=max_iter, tol=tol, return_plans=return_plans, pool=pool)
+
+
+def lazy_emd_mass_array(texts: TokenTexts, table: Idf | None) -> np.ndarray:
+    """[T] masses of the texts' tokens: per text, summing to 1 over the real tokens and 0 on special tokens (which
+    stay as rows/columns). Uniform: 1/(L-2) each, the rounding remainder on the last real token (the original's
+    ``get_uniform_weight``). IDF: idf / sum(idf); a text whose IDF is all zero falls back to uniform."""
+    packed = texts.packed
+    real = ~texts.special
+    text_of, n_texts = packed.text_of, len(packed)
+    out = np.zeros(len(packed.ids))
+    uniform = np.ones(n_texts, dtype=bool)
+    if table is not None:
+        weights = table.lookup_array(packed.ids) * real
+        totals = np.bincount(text_of, weights=weights, minlength=n_texts)
+        uniform = ~(totals > 0)
+        by_idf = ~uniform[text_of]
+        out[by_idf] = weights[by_idf] / totals[text_of[by_idf]]
+    k = np.bincount(text_of[real], minlength=n_texts)
+    flat = real & uniform[text_of]
+    out[flat] = 1.0 / k[text_of[flat]]
+    positions = np.flatnonzero(flat)  # grouped by text, in order: each text's last one gets the remainder
+    if len(positions):
+        owners = text_of[positions]
+        ends = np.append(np.flatnonzero(np.diff(owners)), len(positions) - 1)
+        sums = np.bincount(owners, weights=out[positions], minlength=n_texts)
+        out[positions[ends]] += 1.0 - sums[owners[ends]]
+    return out
 
 
 def lazy_emd_masses(ids: list[int], special: list[bool], table: Idf | None) -> torch.Tensor:
-    """Masses summing to 1 over the real tokens, 0 on special tokens (which stay as rows/columns).
-
-    Uniform: 1/(L-2) each, the rounding remainder on the last real token (the original's
-    ``get_uniform_weight``). IDF: idf / sum(idf); all-zero IDF falls back to uniform.
-    """
-    real = np.array([not s for s in special])
-    out = np.zeros(len(ids))
-    if not real.any():
-        return torch.from_numpy(out)
-    if table is not None:
-        w = np.asarray(table.lookup(ids), dtype=np.float64) * real
-        if w.sum() > 0:
-            return torch.from_numpy(w / w.sum())
-    k = int(real.sum())
-    out[real] = 1.0 / k
-    last = np.flatnonzero(real)[-1]
-    out[last] += 1.0 - out.sum()
-    return torch.from_numpy(out)
+    """One text's masses (:func:`lazy_emd_mass_array`), as a float64 tensor."""
+    texts = TokenTexts(PackedIds.of([np.asarray(ids, dtype=np.int64)]), None, [[""] * len(ids)],
+                       np.asarray(special, dtype=bool).reshape(-1))
+    return torch.from_numpy(lazy_emd_mass_array(texts, table))
 
 
 def lazy_emd_plot(matching: Explanation | dict[str, Any], *, ax: Any = None, specials: bool = False,
@@ -240,7 +332,7 @@ def lazy_emd_plot(matching: Explanation | dict[str, Any], *, ax: Any = None, spe
 
 # -------------------------------------------------------------------------------------------- spec
 
-class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
+class LazyEmd(TokenMetric[LazyEmdOptions, LazyEmdContext]):
     slug = "lazy_emd"
     title = "LazyEMD"
     Options = LazyEmdOptions
@@ -364,7 +456,7 @@ class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
         if idf is False:
             return None, "uniform"
         if idf is True:
-            table = call_idf(encoder.iter_token_ids(references.flat), tokenizer=encoder.name)  # the whole call
+            table = call_idf_of_texts(encoder, references.flat)  # the whole call
             if table.n_docs == 1:
                 warnings.warn("lazy_emd: idf=True computes IDF from the references of this call; with a single "
                               "reference every token gets weight 0 (uniform masses are used instead). Pass "
@@ -373,27 +465,33 @@ class LazyEmd(EmbeddingMetric[LazyEmdOptions, LazyEmdContext]):
         idf.check("lazy_emd", encoder.name)
         return idf, f"idf-{idf.label}"
 
-    def embed(self, ctx: LazyEmdContext, texts: list[str]) -> list[EmbeddedText]:
-        assert ctx.encoder is not None
-        return ctx.encoder.embed(texts, batch_size=ctx.options.batch_size, verbose=ctx.options.verbose).texts()
+    def centring_tokens(self, ctx: LazyEmdContext, batch: TokenBatch) -> np.ndarray:
+        """The real (non-special) tokens: the ones with mass."""
+        return ~batch.special
 
-    def centring_vectors(self, ctx: LazyEmdContext, item: EmbeddedText) -> torch.Tensor:
-        """float64 vectors of the real (non-special) tokens: the ones with mass."""
-        return item.vectors.to(torch.float64)[[p for p, s in enumerate(item.special) if not s]]
-
-    def histogram(self, ctx: LazyEmdContext, stats: Any, item: EmbeddedText, mean: torch.Tensor | None,
-                  prediction: bool) -> Histogram:
-        vectors = item.vectors if mean is None else item.vectors.to(torch.float64) - mean
-        return Histogram(item.tokens, lazy_emd_masses(item.ids, item.special, stats[0]), vectors)
-
-    def formula(self, ctx: LazyEmdContext, pairs: Sequence[tuple[Histogram, Histogram]]) -> list[Alignment]:
-        o = ctx.options
-        assert ctx.encoder is not None and o.reg_candidate is not None and o.reg_reference is not None
-        return lazy_emd_from_embeddings(pairs, reg=o.reg, reg_candidate=o.reg_candidate,
-                                        reg_reference=o.reg_reference, mask=ctx.threshold, solver=o.solver,
-                                        max_iter=o.max_iter, tol=o.tol, device=ctx.encoder.device,
-                                        return_plans=o.return_plans or o.return_matching,
-                                        threads=transport_threads(o.transport_threads))
+    def score_chunk(self, ctx: LazyEmdContext, stats: Any, chunk: Chunk, means: SegmentMeans | None,
+                    pool: Solver) -> tuple[list[Alignment], list[Explanation]]:
+        """Every token of each input text with its mass (:func:`lazy_emd_mass_array`), then :func:`lazy_emd_pairs`."""
+        o, batch = ctx.options, chunk.items
+        assert o.reg_candidate is not None and o.reg_reference is not None
+        tokens, side = input_tokens(batch)
+        points = PointSets.of_tokens(tokens, side, len(batch), lazy_emd_mass_array(batch, stats[0])[tokens])
+        prediction, reference = pair_sides(chunk)
+        side_mean = None if means is None else np.concatenate([means.prediction, means.reference[prediction]])
+        plans = self.wants_plans(o)
+        aligned = lazy_emd_pairs(batch.vectors, points, prediction, reference, reg=o.reg,
+                                 reg_candidate=o.reg_candidate, reg_reference=o.reg_reference, mask=ctx.threshold,
+                                 solver=o.solver, max_iter=o.max_iter, tol=o.tol, means=means, side_mean=side_mean,
+                                 return_plans=plans, pool=pool)
+        if not plans:
+            return aligned, []
+        labels = [batch.tokens(int(u)) for u in batch.rows]
+        return aligned, [Explanation(
+            metric=ctx.name, prediction_labels=labels[int(prediction[k])], reference_labels=labels[int(reference[k])],
+            prediction_mass=points.side_mass(int(prediction[k])).copy(),
+            reference_mass=points.side_mass(int(reference[k])).copy(), cost=np.asarray(a.cost, dtype=np.float64),
+            plan=np.asarray(a.plan, dtype=np.float64), score=float(a.score), distance=a.distance,
+            cost_label=self.cost_label(ctx)) for k, a in enumerate(aligned)]
 
     def cost_label(self, ctx: LazyEmdContext) -> str:
         return "1 - cos"

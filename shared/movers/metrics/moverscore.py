@@ -35,24 +35,34 @@ from typing import Any, Literal, cast
 
 import numpy as np
 import torch
+from torch import Tensor
 
+from ..core import progress
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment, Histogram, unit_rows
 from ..core.options import Widget, option
+from ..core.packed import ranges
+from ..core.pairs import PointSets, gather, pairwise, sides_of, stage, unit_distances
+from ..core.parallel import Solver
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, library_versions, nrefs_label
 from ..core.spec import Example, Inputs, LongTextStudy, Output
-from ..core.transport import emd, partial_emd
+from ..core.transport import network_simplex, padded_size, partial_emd, shape_classes, simplex
 from ..pipeline.call import baseline_option
-from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, encoder_option, model_option
-from ..text.embedding import EmbeddedText, Encoder, load_encoder
-from ..text.filters import PUNCTUATION, resolve_stopwords, subword_mask
+from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
+from ..pipeline.token_metric import TokenMetric, input_tokens, pair_sides
+from ..text.centering import SegmentMeans
+from ..text.embedding import Encoder, load_encoder
+from ..text.filters import resolve_stopwords
 from ..text.guards import check_encoder_inputs
-from ..text.idf import Idf, call_idf
+from ..text.idf import Idf, call_idf_of_texts
+from ..text.token_batch import TokenBatch, TokenTexts
+from ..text.tokens import PackedIds
 from . import examples
 
 __all__ = ["MOVERSCORE", "MoverScoreOptions", "moverscore_from_embeddings", "moverscore_histogram",
-           "moverscore_kept", "PRESETS", "DEFAULT_PRESET"]
+           "moverscore_kept", "moverscore_filtered", "moverscore_points", "moverscore_pairs", "moverscore_costs",
+           "PRESETS", "DEFAULT_PRESET"]
 
 DEFAULT_PRESET = "1.0.3"
 """Chosen on the development sets (docs/development.md): 1 - d correlates better than 1/(1 + d)
@@ -126,6 +136,30 @@ class MoverScoreContext(Context[MoverScoreOptions]):
 
 # ----------------------------------------------------------------------------------------- formula
 
+def moverscore_costs(prediction: Tensor, reference: Tensor, cost: Cost, prediction_mask: Tensor | None = None,
+                     reference_mask: Tensor | None = None) -> Tensor:
+    """Ground costs [B, n, m] between the unit directions of batched points [B, n, d] and [B, m, d] (float64;
+    the masks [B, n], [B, m] mark real points, default all): ``||h_i - r_j||`` ("euclidean"), its square
+    ("sqeuclidean") or ``1 - cos`` = half of it ("cosine"), from :func:`~movers.core.pairs.unit_distances`
+    (identical points at exactly 0, so a text scores the maximum against itself)."""
+    ones = prediction.new_ones(prediction.shape[:2], dtype=torch.bool), \
+        reference.new_ones(reference.shape[:2], dtype=torch.bool)
+    sq = unit_distances(prediction, reference, ones[0] if prediction_mask is None else prediction_mask,
+                        ones[1] if reference_mask is None else reference_mask)
+    return sq.sqrt_() if cost == "euclidean" else sq if cost == "sqeuclidean" else sq.mul_(0.5)
+
+
+def _transport(m_h: np.ndarray, m_r: np.ndarray, c: np.ndarray, masses: Masses) -> tuple[float, np.ndarray]:
+    """(d, plan) of one pair with positive masses, given normalised ("normalised": the exact EMD) or as they are
+    ("partial": the lighter side moved whole)."""
+    if masses == "partial":
+        solved = partial_emd(m_h, m_r, c)
+        assert solved.plan is not None
+        return float(solved.cost), solved.plan
+    plan, d = network_simplex(m_h, m_r, c)
+    return d, plan
+
+
 def moverscore_from_embeddings(prediction: Histogram, reference: Histogram, *, cost: Cost = "euclidean",
                                transform: Transform = "1/(1+d)", masses: Masses = "normalised",
                                return_plan: bool = False) -> Alignment:
@@ -133,67 +167,236 @@ def moverscore_from_embeddings(prediction: Histogram, reference: Histogram, *, c
 
     ``d = min_P <P, C>`` over plans with marginals ``m_h / |m_h|`` (rows, prediction) and
     ``m_r / |m_r|`` (columns, reference), ``C_ij`` = ``||h_i - r_j||`` ("euclidean"), its square
-    ("sqeuclidean") or ``1 - cos`` ("cosine"), computed in float64 as direct differences (exactly 0 for
-    identical vectors, so a text scores the maximum against itself); the score is ``transform(d)``.
+    ("sqeuclidean") or ``1 - cos`` ("cosine") (:func:`moverscore_costs`); the score is ``transform(d)``.
     ``masses="partial"``: the masses stay as given and the lighter side is moved whole, ``d`` the cost per
     unit of mass moved (:func:`~movers.core.transport.partial_emd`; equal totals give the same ``d``).
     A side with no mass -> d = the largest cost (2 or 4), ``Alignment.empty`` set; also when both are
     empty (the original's d = 0 there would be a perfect score for two texts with nothing to compare).
     """
-    from scipy.spatial.distance import cdist  # here: scipy.spatial costs ~35 MB and 0.2 s to import
-
-    m_h, x_h = np.asarray(prediction.mass, dtype=np.float64), prediction.vectors()
-    m_r, x_r = np.asarray(reference.mass, dtype=np.float64), reference.vectors()
-    sq = cdist(x_h, x_r, "sqeuclidean")
-    c = np.sqrt(sq) if cost == "euclidean" else sq if cost == "sqeuclidean" else 0.5 * sq  # 1-cos = |x-y|^2/2
+    m_h, m_r = np.asarray(prediction.mass, dtype=np.float64), np.asarray(reference.mass, dtype=np.float64)
     if len(m_h) == 0 or len(m_r) == 0:
-        d = COST_MAX[cost]  # all mass pays the largest cost (EMD-hat's penalty), even with both sides empty
-        return Alignment(score=TRANSFORMS[transform](d), distance=d, cost=c if return_plan else None,
-                         plan=np.zeros_like(c) if return_plan else None, empty=True)
-    solved = partial_emd(m_h, m_r, c, return_plan=return_plan) if masses == "partial" else \
-        emd(m_h / m_h.sum(), m_r / m_r.sum(), c, return_plan=return_plan)
-    d = float(solved.cost)
-    return Alignment(score=TRANSFORMS[transform](d), distance=d, cost=c if return_plan else None, plan=solved.plan)
+        return _empty(np.zeros((len(m_h), len(m_r))), cost, transform, return_plan)
+    # each side padded to its size class, as in a call (:func:`moverscore_pairs`): the same products, the same bits
+    sides = []
+    for side in (prediction, reference):
+        x = torch.as_tensor(np.asarray(side.vectors(), dtype=np.float64)).reshape(len(side.mass), -1)
+        padded = x.new_zeros((1, padded_size(len(x)), x.shape[1]))
+        padded[0, :len(x)] = x
+        mask = torch.zeros(padded.shape[:2], dtype=torch.bool)
+        mask[0, :len(x)] = True
+        sides += [padded, mask]
+    c = moverscore_costs(sides[0], sides[2], cost, sides[1], sides[3])[0, :len(m_h), :len(m_r)].numpy()
+    d, plan = _transport(m_h, m_r, c, masses) if masses == "partial" else \
+        _transport(m_h / m_h.sum(), m_r / m_r.sum(), c, masses)
+    return Alignment(score=TRANSFORMS[transform](d), distance=d, cost=c if return_plan else None,
+                     plan=plan if return_plan else None)
+
+
+def _empty(c: np.ndarray, cost: Cost, transform: Transform, return_plan: bool) -> Alignment:
+    d = COST_MAX[cost]  # all mass pays the largest cost (EMD-hat's penalty), even with both sides empty
+    return Alignment(score=TRANSFORMS[transform](d), distance=d, cost=c if return_plan else None,
+                     plan=np.zeros_like(c) if return_plan else None, empty=True)
+
+
+def moverscore_filtered(texts: TokenTexts, *, remove_subwords: bool = True, remove_punctuation: bool = True,
+                        stops: frozenset[str] = frozenset()) -> np.ndarray:
+    """[T] bool over the texts' tokens: what MoverScore's filters give no mass (continuation pieces, single
+    punctuation tokens, `stops`, as asked); special tokens are kept whatever this says."""
+    out = texts.words(stops)
+    if remove_subwords:
+        out = out | texts.subword()
+    if remove_punctuation:
+        out = out | texts.punctuation
+    return out
+
+
+def moverscore_points(texts: TokenTexts, rows: np.ndarray, weights: np.ndarray, kept: np.ndarray, n_gram: int
+                      ) -> tuple[PointSets, np.ndarray | None]:
+    """The sides of input texts (distinct text ``rows[i]`` each): their kept tokens, or n-grams of them, with
+    positive weight. `weights` [T_in] is each input text's token weights (its tokens in order,
+    :func:`~movers.pipeline.token_metric.input_tokens`), `kept` [T] the kept tokens. An n-gram is a window of n
+    consecutive kept positions (stride 1; one window if fewer are kept, as v1) with the summed weight and the
+    weighted sum of the vectors. Returns the points and, for n-grams, which window members are real [Q, n]."""
+    lengths = texts.packed.lengths[rows]
+    tokens, side = ranges(texts.packed.offsets[rows], lengths), sides_of(lengths)
+    keep = kept[tokens]
+    if n_gram == 1:
+        positive = keep & (weights > 0)
+        return PointSets.of_tokens(tokens[positive], side[positive], len(rows), weights[positive]), None
+    k_tokens, k_side, k_weights = tokens[keep], side[keep], weights[keep]
+    k_count = np.bincount(k_side, minlength=len(rows)).astype(np.int64)
+    k_start = np.cumsum(k_count) - k_count
+    windows = np.where(k_count > 0, np.maximum(1, k_count - n_gram + 1), 0)
+    w_side = sides_of(windows)
+    position = ranges(np.zeros(len(rows), dtype=np.int64), windows)[:, None] + np.arange(n_gram)[None, :]
+    member = position < k_count[w_side][:, None]
+    where = np.where(member, k_start[w_side][:, None] + position, 0)
+    index = np.where(member, k_tokens[where] if len(k_tokens) else 0, 0)
+    w = np.where(member, k_weights[where] if len(k_weights) else 0.0, 0.0)
+    mass = w.sum(1)
+    positive = mass > 0
+    count = np.bincount(w_side[positive], minlength=len(rows)).astype(np.int64)
+    return PointSets(index[positive], w[positive], mass[positive], np.cumsum(count) - count, count), member[positive]
 
 
 def moverscore_kept(tokens: Sequence[str], special: Sequence[bool], *, remove_subwords: bool = True,
                     remove_punctuation: bool = True, stops: frozenset[str] = frozenset()) -> list[int]:
-    """Positions MoverScore keeps: special tokens always; continuation pieces, single punctuation tokens
-    and `stops` dropped as asked (they get no mass). Centring means are taken over these positions."""
-    subword = subword_mask(tokens) if remove_subwords else [False] * len(tokens)  # O(L), not O(L^2)
-    return [p for p, tok in enumerate(tokens)
-            if special[p] or not (subword[p] or (remove_punctuation and tok in PUNCTUATION) or tok in stops)]
+    """Positions MoverScore keeps in one text given as strings: special tokens always; continuation pieces,
+    single punctuation tokens and `stops` dropped as asked (they get no mass). Centring means are taken over
+    these positions."""
+    texts = _one_text(tokens, special)
+    kept = texts.special | ~moverscore_filtered(texts, remove_subwords=remove_subwords,
+                                                remove_punctuation=remove_punctuation, stops=stops)
+    return np.flatnonzero(kept).tolist()
 
 
 def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors: Any, weights: np.ndarray, *,
                          n_gram: int = 1, remove_subwords: bool = True, remove_punctuation: bool = True,
                          stops: frozenset[str] = frozenset()) -> Histogram:
-    """One text's histogram: kept tokens (or n-grams of kept tokens) with positive weight, unit vectors.
+    """One text's histogram (:func:`moverscore_points` of one text given as strings): kept tokens (or n-grams of
+    kept tokens) with positive weight, as unit vectors (an n-gram's: of the weighted sum of its tokens)."""
+    texts = _one_text(tokens, special)
+    kept = texts.special | ~moverscore_filtered(texts, remove_subwords=remove_subwords,
+                                                remove_punctuation=remove_punctuation, stops=stops)
+    points, member = moverscore_points(texts, np.zeros(1, dtype=np.int64), np.asarray(weights, dtype=np.float64),
+                                       kept, n_gram)
+    vecs = torch.as_tensor(np.asarray(vectors.numpy() if isinstance(vectors, Tensor) else vectors, np.float64))
+    index, w, _, _ = points.padded(np.zeros(1, dtype=np.int64), int(points.count[0]))
+    unit = unit_rows(gather(vecs.reshape(len(tokens), -1), torch.from_numpy(index),
+                            None if w is None else torch.from_numpy(w), None))[0].numpy()
+    return Histogram(_labels(texts, points, member, 0), points.side_mass(0), unit)
 
-    Special tokens are always kept; WordPiece continuation pieces, single ASCII punctuation tokens and
-    `stops` are dropped as asked. An n-gram is a window of n consecutive kept positions (stride 1; one
-    window if fewer are kept, as v1) with the summed weight and the weight-averaged vector.
+
+def _one_text(tokens: Sequence[str], special: Sequence[bool]) -> TokenTexts:
+    return TokenTexts(PackedIds.of([np.zeros(len(tokens), dtype=np.int64)]), None, [list(tokens)],
+                      np.asarray(special, dtype=bool).reshape(-1))
+
+
+def _labels(texts: TokenTexts, points: PointSets, member: np.ndarray | None, s: int) -> list[str]:
+    """The labels of side `s`'s points: tokens, or an n-gram's tokens joined by spaces."""
+    rows = slice(int(points.start[s]), int(points.start[s] + points.count[s]))
+    if member is None:
+        return texts.token_strings(points.index[rows, 0])
+    strings = iter(texts.token_strings(points.index[rows][member[rows]]))
+    return [" ".join(next(strings) for _ in range(int(k))) for k in member[rows].sum(1)]
+
+
+def moverscore_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray, reference: np.ndarray, *,
+                     means: SegmentMeans | None = None, pair_segment: np.ndarray | None = None,
+                     cost: Cost = "euclidean", transform: Transform = "1-d", masses: Masses = "normalised",
+                     return_plans: bool = False, pool: Solver | None = None) -> list[Alignment]:
+    """MoverScore of many pairs: sides ``prediction[k]`` and ``reference[k]`` of `points` (over the packed
+    `vectors`, on any device), centred by the segment means (`pair_segment[k]`: pair k's segment) when given.
+
+    Each pair is padded to its size class (:func:`~movers.core.transport.shape_classes`: its products have the
+    same shapes in any company, so a call split into parts gives the same bits); a class's costs are computed on
+    the vectors' device (:func:`~movers.core.pairs.pairwise`, :func:`moverscore_costs`), copied to the host in
+    one piece per group of classes, and solved there exactly (network simplex, float64), ``pool.threads`` pairs
+    at once (the same results with any number of threads).
     """
-    keep = moverscore_kept(tokens, special, remove_subwords=remove_subwords, remove_punctuation=remove_punctuation,
-                           stops=stops)
-    vecs = vectors.to(torch.float64).numpy() if isinstance(vectors, torch.Tensor) else np.asarray(vectors, np.float64)
-    if n_gram == 1:  # one position per point: the same numbers as the windows below, without a loop per token
-        idx = np.asarray(keep, dtype=np.int64)
-        mass = np.asarray(weights, dtype=np.float64)[idx]
-        points = mass[:, None] * vecs[idx]
-        labels = [tokens[p] for p in keep]
-    else:
-        wins = [keep[s:s + n_gram] for s in range(max(1, len(keep) - n_gram + 1))] if keep else []
-        mass = np.array([weights[w].sum() for w in wins], dtype=np.float64)
-        points = np.stack([(weights[w, None] * vecs[w]).sum(0) for w in wins]) if wins else vecs[:0]
-        labels = [" ".join(tokens[p] for p in w) for w in wins]
-    positive = np.flatnonzero(mass > 0)
-    return Histogram([labels[k] for k in positive], mass[positive], unit_rows(points[positive]))
+    out: list[Alignment | None] = [None] * len(prediction)
+    n_h, n_r = points.count[prediction], points.count[reference]
+    for k in np.flatnonzero((n_h == 0) | (n_r == 0)).tolist():
+        out[k] = _empty(np.zeros((int(n_h[k]), int(n_r[k]))), cost, transform, return_plans)
+    solvable = np.flatnonzero((n_h > 0) & (n_r > 0))
+    side = sides_of(points.count)
+    mass = points.mass if masses == "partial" else \
+        points.mass / np.bincount(side, weights=points.mass, minlength=len(points.count))[side]
+    total = np.bincount(side, weights=mass, minlength=len(points.count))  # a normalised side's total: 1 (rounded)
+    plan = list(shape_classes(list(zip(n_h[solvable].tolist(), n_r[solvable].tolist(), strict=True)),
+                              budget=_BUDGET if vectors.device.type == "cpu" else _DEVICE_BUDGET))
+
+    def solve(part: list[tuple[np.ndarray, int, int]]) -> None:
+        for c, row, k in part:
+            h, r = int(prediction[k]), int(reference[k])
+            m_h = mass[points.start[h]:points.start[h] + points.count[h]]
+            m_r = mass[points.start[r]:points.start[r] + points.count[r]]
+            block = np.ascontiguousarray(c[row, :len(m_h), :len(m_r)])
+            if masses == "partial":
+                d, p = _transport(m_h, m_r, block, masses)
+            else:  # positive masses, each side normalised: b scaled to a's total (float rounding), as POT does
+                p, d = simplex(m_h, m_r * (total[h] / total[r]), block)
+            out[k] = Alignment(score=TRANSFORMS[transform](d), distance=d, cost=block if return_plans else None,
+                               plan=p if return_plans else None)
+
+    threads = 1 if pool is None else pool.threads
+    for group in _groups(plan):
+        with progress.transport():
+            jobs = [(c, row, k) for c, ks in _group_costs(vectors, points, prediction, reference, solvable[
+                np.concatenate([bucket for bucket, _ in group])], group, means, pair_segment, cost)
+                for row, k in enumerate(ks.tolist())]
+            if threads == 1 or pool is None:
+                solve(jobs)
+            else:
+                pool.map(solve, [jobs[i::threads] for i in range(threads)])
+        progress.pairs_done(len(jobs))
+    return out  # type: ignore[return-value]
+
+
+def _group_costs(vectors: Tensor, points: PointSets, prediction: np.ndarray, reference: np.ndarray,
+                 pairs: np.ndarray, group: list[tuple[list[int], tuple[int, int]]], means: SegmentMeans | None,
+                 pair_segment: np.ndarray | None, cost: Cost) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The padded costs of a group of size classes (`pairs`: the group's pairs, class after class), on the host
+    (one copy for the group): (costs [B, n, m], the class's pairs) per class."""
+    costs, members, done = [], [], 0
+    for bucket, (width_h, width_r) in group:
+        ks = pairs[done:done + len(bucket)]
+        done += len(bucket)
+        ih, wh, _, vh = points.padded(prediction[ks], width_h)
+        ir, wr, _, vr = points.padded(reference[ks], width_r)
+        arrays = [ih, ir, vh, vr] + ([wh, wr] if wh is not None and wr is not None else [])
+        if means is not None:
+            assert pair_segment is not None
+            arrays += [means.prediction[pair_segment[ks]], means.reference[pair_segment[ks]]]
+        staged = stage(arrays, vectors.device)
+        mh = mr = None
+        if means is not None:
+            mh, mr = means.table.index_select(0, staged[-2]), means.table.index_select(0, staged[-1])
+        costs.append(pairwise(lambda x, y, x_mask, y_mask: moverscore_costs(x, y, cost, x_mask, y_mask), vectors,
+                              (staged[0], staged[1]), (staged[2], staged[3]), mean=(mh, mr),
+                              weights=(staged[4], staged[5]) if wh is not None else (None, None)))
+        members.append(ks)
+    return list(zip(_to_host(costs), members, strict=True))
+
+
+_BUDGET = 1 << 20
+"""Padded cost entries ``B·n·m`` per bucket on a CPU (8 MiB of float64; the vectors are gathered a slice at a
+time, :func:`~movers.core.pairs.pairwise`)."""
+_DEVICE_BUDGET = 1 << 24
+"""The same on an accelerator (128 MiB): fewer, larger buckets, so fewer kernel launches."""
+_GROUP = 1 << 24
+"""Cost entries a group of buckets copies to the host at once (128 MiB of float64)."""
+
+
+def _groups(plan: list[tuple[list[int], tuple[int, int]]]) -> list[list[tuple[list[int], tuple[int, int]]]]:
+    """Consecutive buckets joined while their padded costs hold at most `_GROUP` entries."""
+    groups: list[list[tuple[list[int], tuple[int, int]]]] = []
+    size = _GROUP + 1
+    for bucket, (n, m) in plan:
+        entries = len(bucket) * n * m
+        if size + entries > _GROUP:
+            groups.append([])
+            size = 0
+        groups[-1].append((bucket, (n, m)))
+        size += entries
+    return groups
+
+
+def _to_host(tensors: list[Tensor]) -> list[np.ndarray]:
+    """Tensors as host arrays: views on the CPU; from an accelerator, one copy for all of them."""
+    if not tensors or tensors[0].device.type == "cpu":
+        return [t.numpy() for t in tensors]
+    flat = torch.cat([t.reshape(-1) for t in tensors]).cpu().numpy()
+    out, start = [], 0
+    for t in tensors:
+        out.append(flat[start:start + t.numel()].reshape(tuple(t.shape)))
+        start += t.numel()
+    return out
 
 
 # -------------------------------------------------------------------------------------------- spec
 
-class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
+class MoverScore(TokenMetric[MoverScoreOptions, MoverScoreContext]):
     slug = "moverscore"
     title = "MoverScore"
     Options = MoverScoreOptions
@@ -226,7 +429,6 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
                       references the mean, or the min with "max")."""),)
     empty_message = ("have a side with no weighted token (all filtered, or idf 0); the largest cost is used "
                      "(the worst score), see the card.")
-    formula_step = 1
     parallel_pairs = True  # POT's network simplex per pair releases the GIL
     module_examples = """
     >>> moverscore = evaluate.load("moverscore")
@@ -293,16 +495,16 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
                 f"punct:{'drop' if o.remove_punctuation else 'keep'},stop:{stop_label}]")
         return MoverScoreContext(o, "moverscore", encoder, kept, stops, stop_label)
 
-    def _kept(self, ctx: MoverScoreContext, tokens: Sequence[str], special: Sequence[bool]) -> list[int]:
+    def _filtered(self, ctx: MoverScoreContext, texts: TokenTexts) -> np.ndarray:
         o = ctx.options
-        return moverscore_kept(tokens, special, remove_subwords=o.remove_subwords,
-                               remove_punctuation=o.remove_punctuation, stops=ctx.stops)
+        return moverscore_filtered(texts, remove_subwords=o.remove_subwords, remove_punctuation=o.remove_punctuation,
+                                   stops=ctx.stops)
 
     def guard(self, ctx: MoverScoreContext, inputs: Inputs) -> None:
         assert ctx.encoder is not None
         filtered_out = check_encoder_inputs(  # no real token (only [UNK]), or too large: fail before the model runs
             ctx.name, ctx.encoder, inputs.predictions, inputs.references,
-            kept=lambda tokens: self._kept(ctx, tokens, [False] * len(tokens)))
+            filtered=lambda texts: self._filtered(ctx, texts))
         if filtered_out:
             warnings.warn(f"moverscore: {', '.join(filtered_out[:5])} keep only [CLS]/[SEP] after the filters (all "
                           f"tokens are punctuation, subword pieces or stop words); they are scored on those "
@@ -316,8 +518,7 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
         if idf is False:
             return None, None, "none"
         if idf is True:
-            tables = (call_idf(encoder.iter_token_ids(references.flat), tokenizer=encoder.name),
-                      call_idf(encoder.iter_token_ids(predictions), tokenizer=encoder.name))
+            tables = (call_idf_of_texts(encoder, references.flat), call_idf_of_texts(encoder, predictions))
             if min(t.n_docs for t in tables) == 1:
                 warnings.warn("moverscore: idf=True computes IDF from the texts of this call; with a single text "
                               "every token gets weight 0. Pass idf=False or a fitted movers.Idf table.",
@@ -330,30 +531,34 @@ class MoverScore(EmbeddingMetric[MoverScoreOptions, MoverScoreContext]):
             return idf, idf, idf.label
         return idf[0], idf[1], f"{idf[0].label}+{idf[1].label}"
 
-    def embed(self, ctx: MoverScoreContext, texts: list[str]) -> list[EmbeddedText]:
-        assert ctx.encoder is not None
-        return ctx.encoder.embed(texts, batch_size=ctx.options.batch_size, verbose=ctx.options.verbose).texts()
+    def centring_tokens(self, ctx: MoverScoreContext, batch: TokenBatch) -> np.ndarray:
+        return batch.special | ~self._filtered(ctx, batch)
 
-    def centring_vectors(self, ctx: MoverScoreContext, item: EmbeddedText) -> torch.Tensor:
-        return item.vectors.to(torch.float64)[self._kept(ctx, item.tokens, item.special)]
-
-    def histogram(self, ctx: MoverScoreContext, stats: Any, item: EmbeddedText, mean: torch.Tensor | None,
-                  prediction: bool) -> Histogram:
-        o, table = ctx.options, stats[1] if prediction else stats[0]
-        weights = np.ones(len(item.ids)) if table is None else np.asarray(table.lookup(item.ids), np.float64)
-        vectors = item.vectors.to(torch.float64)
-        if mean is not None:
-            vectors = vectors - mean
-        assert o.n_gram is not None
-        return moverscore_histogram(item.tokens, item.special, vectors, weights, n_gram=o.n_gram,
-                                    remove_subwords=o.remove_subwords, remove_punctuation=o.remove_punctuation,
-                                    stops=ctx.stops)
-
-    def formula(self, ctx: MoverScoreContext, pairs: Sequence[tuple[Histogram, Histogram]]) -> list[Alignment]:
-        o = ctx.options
-        assert o.cost is not None and o.transform is not None
-        return [moverscore_from_embeddings(h, r, cost=o.cost, transform=o.transform, masses=o.masses,
-                                           return_plan=o.return_plans) for h, r in pairs]
+    def score_chunk(self, ctx: MoverScoreContext, stats: Any, chunk: Chunk, means: SegmentMeans | None,
+                    pool: Solver) -> tuple[list[Alignment], list[Explanation]]:
+        """Each input text's kept tokens (or n-grams) weighted by its side's table, then :func:`moverscore_pairs`."""
+        o, batch = ctx.options, chunk.items
+        assert o.n_gram is not None and o.cost is not None and o.transform is not None
+        tokens, side = input_tokens(batch)
+        weights = np.ones(len(tokens))
+        if stats[0] is not None:  # IDF: the prediction table on predictions, the reference table on references
+            ids, is_prediction = batch.packed.ids[tokens], side < chunk.n
+            weights[is_prediction] = stats[1].lookup_array(ids[is_prediction])
+            weights[~is_prediction] = stats[0].lookup_array(ids[~is_prediction])
+        points, member = moverscore_points(batch, batch.rows, weights, self.centring_tokens(ctx, batch), o.n_gram)
+        prediction, reference = pair_sides(chunk)
+        aligned = moverscore_pairs(batch.vectors, points, prediction, reference, means=means, pair_segment=prediction,
+                                   cost=o.cost, transform=o.transform, masses=o.masses,
+                                   return_plans=o.return_plans, pool=pool)
+        if not self.wants_plans(o):
+            return aligned, []
+        return aligned, [Explanation(
+            metric=ctx.name, prediction_labels=_labels(batch, points, member, int(prediction[k])),
+            reference_labels=_labels(batch, points, member, int(reference[k])),
+            prediction_mass=points.side_mass(int(prediction[k])).copy(),
+            reference_mass=points.side_mass(int(reference[k])).copy(), cost=np.asarray(a.cost, dtype=np.float64),
+            plan=np.asarray(a.plan, dtype=np.float64), score=float(a.score), distance=a.distance,
+            cost_label=self.cost_label(ctx)) for k, a in enumerate(aligned)]
 
     def cost_label(self, ctx: MoverScoreContext) -> str:
         return str(ctx.options.cost)

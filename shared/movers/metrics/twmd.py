@@ -32,21 +32,25 @@ import torch
 from torch import Tensor
 
 from ..core.explanation import Explanation
-from ..core.histogram import Alignment, Histogram, unit_rows
+from ..core.histogram import Alignment, Histogram
 from ..core.options import option
+from ..core.pairs import PointSets, cosines, pairwise, sides_of, stage
+from ..core.parallel import Solver
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, format_float, library_versions, nrefs_label
 from ..core.spec import Inputs, LongTextStudy, Output
-from ..core.transport import buckets, pad, tempered_sides
+from ..core.transport import buckets, tempered_values
 from ..pipeline.call import baseline_option
-from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, encoder_option, model_option
+from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
 from ..pipeline.fitting import fit_centering
-from ..text.centering import Centering, CenteringSpec
+from ..pipeline.token_metric import TokenMetric, input_tokens, pair_sides
+from ..text.centering import Centering, CenteringSpec, SegmentMeans
 from ..text.embedding import Encoder, load_encoder
 from ..text.guards import check_encoder_inputs
+from ..text.token_batch import TokenBatch
 from . import examples
 
-__all__ = ["TWMD", "TwmdOptions", "TwmdCentering", "twmd_from_embeddings", "default_layer", "PRESETS",
+__all__ = ["TWMD", "TwmdOptions", "TwmdCentering", "twmd_from_embeddings", "twmd_pairs", "default_layer", "PRESETS",
            "DEFAULT_TEMPERATURES"]
 
 PRESETS = {"wmt": True, "sts": False}
@@ -118,80 +122,145 @@ def default_layer(model: str | None, config: Any) -> int:
 
 # ----------------------------------------------------------------------------------------- formula
 
-_BUCKET = 1 << 18
-"""Most entries of one [B, n, m] float64 matrix per bucket (2 MiB); long texts get smaller buckets. About
-twenty such matrices and the padded [B, n, d] and [B, m, d] vectors live at once: at 4 Mi entries a bucket of 64
-pairs of ~120 tokens added ~150 MB to the peak, at 256 Ki entries ~20 MB, at the same speed (400 WMT pairs)."""
+_BUDGET = 1 << 19
+"""Padded entries ``B·n·m`` per bucket on a CPU (4 MiB per float64 matrix; about twenty such matrices live at
+once while the sides are solved; the vectors are gathered a slice at a time, :func:`~movers.core.pairs.pairwise`).
+At 4 Mi entries a bucket of 64 pairs of ~120 tokens added ~150 MB to the peak, at 256 Ki entries ~20 MB, at the
+same speed (400 WMT pairs)."""
+_DEVICE_BUDGET = 1 << 24
+"""The same on an accelerator: fewer, larger buckets, so fewer kernel launches."""
 
 
-def _text_key(h: Histogram) -> Any:
-    """What a side's self term depends on: its points (the same tensor storage for a repeated text: the encoder
-    returns one tensor per unique text) and its origin (the same centring-mean object for a batch); a side
-    that is not a view of a tensor is its own key."""
-    points = h.points
-    origin = None if h.origin is None else id(h.origin)
-    if isinstance(points, torch.Tensor):
-        return points.data_ptr(), tuple(points.shape), tuple(points.stride()), str(points.dtype), origin
-    return id(h), origin
+def twmd_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray, reference: np.ndarray, key: np.ndarray,
+               *, temperature: float, variant: Literal["twmd", "trwmd"] = "twmd", iterations: int = 1,
+               relaxed: Literal["expectation", "logsumexp"] = "expectation", means: SegmentMeans | None = None,
+               side_mean: np.ndarray | None = None, return_plans: bool = False) -> list[Alignment]:
+    """The formula for many pairs: sides ``prediction[k]`` and ``reference[k]`` of `points` (token vectors,
+    packed in `vectors` on any device), each centred by row ``side_mean[s]`` of ``means.table`` when given.
+
+    Each side's vectors are compared by their directions (cosines, ``S``); the candidate side ``V(c, r)`` and the
+    reference side come from :func:`~movers.core.transport.tempered_values`. Precision, recall and F are
+    self-normalised: ``V(c, r) / sqrt(V(c, c) V(r, r))`` (values 0 and ``values["degenerate"]`` where a self term
+    is not positive). Sides with the same `key` are the same text with the same centring: their self terms are
+    computed once, and a pair whose two sides share a key takes its self term as its cross term, so it scores
+    exactly 1. A pair with an empty side is not solved (``empty``, ``values["empty"]`` names the side). Pairs are
+    grouped by size into buckets, solved on the vectors' device and copied to the host once per call.
+    """
+    n_h, n_r = points.count[prediction], points.count[reference]
+    out = [_empty_pair(int(a), int(b)) for a, b in zip(n_h.tolist(), n_r.tolist(), strict=True)]
+    solvable = np.flatnonzero((n_h > 0) & (n_r > 0))
+    if not len(solvable):
+        return out
+    options = dict(temperature=temperature, mode=MODES[variant], iterations=iterations, relaxed=relaxed)
+    # self terms, once per key, in the order the pairs first meet them
+    sides = np.stack([prediction[solvable], reference[solvable]], 1).reshape(-1)
+    _, first = np.unique(key[sides], return_index=True)
+    own = sides[np.sort(first)]
+    own_c, own_r, _, _ = _side_values(vectors, points, own, own, means, side_mean, {**options, "symmetric": True},
+                                      False)
+    slot = {int(k): j for j, k in enumerate(key[own].tolist())}
+    h_slot = np.array([slot[int(k)] for k in key[prediction[solvable]].tolist()], dtype=np.int64)
+    r_slot = np.array([slot[int(k)] for k in key[reference[solvable]].tolist()], dtype=np.int64)
+    same = key[prediction[solvable]] == key[reference[solvable]]
+    cross = solvable[~same]
+    cr_c, cr_r, costs, plans = _side_values(vectors, points, prediction[cross], reference[cross], means, side_mean,
+                                            options, return_plans)
+    c_cc, r_cc, c_rr, r_rr = own_c[h_slot], own_r[h_slot], own_c[r_slot], own_r[r_slot]
+    c_kr, r_kr = c_cc.copy(), r_cc.copy()
+    c_kr[~same], r_kr[~same] = cr_c, cr_r
+    with np.errstate(all="ignore"):
+        p, p_ok = _normalised(c_kr, c_cc, c_rr)
+        r, r_ok = _normalised(r_kr, r_cc, r_rr)
+        f, f_ok = _normalised(_harmonic(c_kr, r_kr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr))
+    where = {int(k): j for j, k in enumerate(cross.tolist())}
+    for j, k in enumerate(solvable.tolist()):
+        cost = plan = None
+        if return_plans:
+            if k in where:
+                cost, plan = costs[where[k]], plans[where[k]]
+            else:  # the same text: its own cost and plan
+                cost, plan = _own_plan(vectors, points, int(prediction[k]), means, side_mean, options)
+        out[k] = Alignment(score=float(f[j]), cost=cost, plan=plan, values={
+            "precision": float(p[j]), "recall": float(r[j]), "degenerate": not (p_ok[j] and r_ok[j] and f_ok[j])})
+    return out
 
 
-@torch.inference_mode()
+def _side_values(vectors: Tensor, points: PointSets, left: np.ndarray, right: np.ndarray, means: SegmentMeans | None,
+                 side_mean: np.ndarray | None, options: dict[str, Any], return_plans: bool
+                 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], list[np.ndarray]]:
+    """(candidate side, reference side) of the problems (left[q], right[q]), float64 host arrays, bucketed on the
+    vectors' device with one copy back; with `return_plans`, each problem's cost 1 - S and plan (else no lists)."""
+    device = vectors.device
+    n, m = points.count[left], points.count[right]
+    values: list[Tensor] = []
+    order: list[np.ndarray] = []
+    costs: list[np.ndarray] = [np.zeros((0, 0))] * (len(left) if return_plans else 0)
+    plans: list[np.ndarray] = list(costs)
+    for bucket in buckets(list(zip(n.tolist(), m.tolist(), strict=True)),
+                          budget=_BUDGET if device.type == "cpu" else _DEVICE_BUDGET):
+        q = np.asarray(bucket, dtype=np.int64)
+        index_l, _, _, mask_l = points.padded(left[q], int(n[q].max()))
+        index_r, _, _, mask_r = points.padded(right[q], int(m[q].max()))
+        arrays = [index_l, index_r, mask_l, mask_r]
+        if means is not None:
+            assert side_mean is not None
+            arrays += [side_mean[left[q]], side_mean[right[q]]]
+        staged = stage(arrays, device)
+        mean_l = mean_r = None
+        if means is not None:
+            mean_l, mean_r = means.table.index_select(0, staged[4]), means.table.index_select(0, staged[5])
+        symmetric = bool(options.get("symmetric"))  # each text with itself: one gather
+        sim = pairwise(lambda x, y, _, __: cosines(x, y), vectors, (staged[0], None if symmetric else staged[1]),
+                       (staged[2], None if symmetric else staged[3]), mean=(mean_l, mean_r))
+        cand, ref, plan = tempered_values(sim, staged[2], staged[3], return_plan=return_plans, **options)
+        values.append(torch.stack([cand, ref], 1))
+        order.append(q)
+        if return_plans:
+            if plan is None:  # TRWMD's smoothed maximum has no plan: its gradient, the row softmax of S/T over n
+                plan = torch.softmax(sim.masked_fill(~staged[3][:, None, :], -math.inf) / options["temperature"],
+                                     dim=2) / staged[2].sum(1)[:, None, None]
+            host_cost, host_plan = (1.0 - sim).cpu().numpy(), plan.cpu().numpy()
+            for b, j in enumerate(bucket):
+                costs[j] = host_cost[b, :n[j], :m[j]].copy()
+                plans[j] = host_plan[b, :n[j], :m[j]].copy()
+    both = np.empty((len(left), 2))
+    if values:
+        both[np.concatenate(order)] = torch.cat(values).cpu().numpy()
+    return both[:, 0], both[:, 1], costs, plans
+
+
+def _own_plan(vectors: Tensor, points: PointSets, side: int, means: SegmentMeans | None,
+              side_mean: np.ndarray | None, options: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The cost and plan of a text met with itself (a pair whose two sides are the same text)."""
+    one = np.array([side], dtype=np.int64)
+    _, _, costs, plans = _side_values(vectors, points, one, one, means, side_mean, options, True)
+    return costs[0], plans[0]
+
+
 def twmd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, temperature: float,
                          variant: Literal["twmd", "trwmd"] = "twmd", iterations: int = 1,
-                         relaxed: Literal["expectation", "logsumexp"] = "expectation", batch_size: int = 64,
+                         relaxed: Literal["expectation", "logsumexp"] = "expectation",
                          device: torch.device | str | None = None, return_plans: bool = False) -> list[Alignment]:
-    """The formula, for aligned (prediction, reference) histograms of token vectors [n, d], [m, d].
-
-    Each side's vectors (:meth:`Histogram.vectors`: centred by its origin) are scaled to unit length; with
-    ``S = X Yᵀ`` the candidate side ``V(c, r)`` and the reference side come from
-    :func:`~movers.core.transport.tempered_sides`. Precision, recall and F are self-normalised:
-    ``V(c, r) / sqrt(V(c, c) V(r, r))`` (values 0 and ``values["degenerate"]`` where a self term is not
-    positive). The self terms ``V(c, c)`` and ``V(r, r)`` are computed once per unique text (the same points
-    and origin: a reference shared by many predictions, a repeated prediction), and a pair whose two sides are
-    the same text takes its self term as its cross term, so it scores exactly 1. A pair with an empty side is
-    not solved (``empty``, ``values["empty"]`` names the side). Pairs are padded and solved in buckets of
-    similar size; `batch_size` and `device` change a value by float64 rounding at most.
-    """
-    def sides(x: Tensor, xm: Tensor, y: Tensor, ym: Tensor, plan: bool = False
-              ) -> tuple[Tensor, Tensor, Tensor | None]:
-        return tempered_sides(x, xm, y, ym, temperature=temperature, mode=MODES[variant], iterations=iterations,
-                              relaxed=relaxed, return_plan=plan)
-
-    out: list[Alignment] = [_empty_pair(len(h), len(r)) for h, r in pairs]
-    solvable = [k for k, (h, r) in enumerate(pairs) if len(h) and len(r)]
-    # Self terms, once per unique text: (candidate side, reference side) of the text met with itself.
-    texts: dict[Any, Histogram] = {}
-    keys = {k: (_text_key(pairs[k][0]), _text_key(pairs[k][1])) for k in solvable}
-    for k in solvable:
-        for side, key in zip(pairs[k], keys[k], strict=True):
-            texts.setdefault(key, side)
-    order = list(texts)
-    self_terms: dict[Any, tuple[float, float]] = {}
-    for chunk in buckets([(len(texts[key]), len(texts[key])) for key in order], budget=_BUCKET, max_size=batch_size,
-                         waste=float("inf")):
-        x, xm = (t.to(device) for t in pad([unit_rows(texts[order[j]].vectors()) for j in chunk]))
-        c_self, r_self, _ = sides(x, xm, x, xm)
-        for b, j in enumerate(chunk):
-            self_terms[order[j]] = (float(c_self[b]), float(r_self[b]))
-    for chunk in buckets([(len(pairs[k][0]), len(pairs[k][1])) for k in solvable], budget=_BUCKET,
-                         max_size=batch_size):
-        ids = [solvable[j] for j in chunk]
-        cand = {k: unit_rows(pairs[k][0].vectors()) for k in ids}  # float64, per bucket (bounded memory)
-        ref = {k: unit_rows(pairs[k][1].vectors()) for k in ids}
-        x, xm = (t.to(device) for t in pad([cand[k] for k in ids]))
-        y, ym = (t.to(device) for t in pad([ref[k] for k in ids]))
-        c_cr, r_cr, cross_plan = sides(x, xm, y, ym, return_plans)
-        for b, k in enumerate(ids):
-            key_c, key_r = keys[k]
-            (c_cc, r_cc), (c_rr, r_rr) = self_terms[key_c], self_terms[key_r]
-            c_kr, r_kr = (c_cc, r_cc) if key_c == key_r else (float(c_cr[b]), float(r_cr[b]))
-            p, p_ok = _normalised(c_kr, c_cc, c_rr)
-            r, r_ok = _normalised(r_kr, r_cc, r_rr)
-            f, f_ok = _normalised(_harmonic(c_kr, r_kr), _harmonic(c_cc, r_cc), _harmonic(c_rr, r_rr))
-            cost, plan = _plan(cand[k], ref[k], cross_plan, b, temperature) if return_plans else (None, None)
-            out[k] = Alignment(score=f, cost=cost, plan=plan, values={
-                "precision": p, "recall": r, "degenerate": not (p_ok and r_ok and f_ok)})
-    return out
+    """The formula (:func:`twmd_pairs`) for aligned (prediction, reference) histograms of token vectors [n, d] and
+    [m, d] (:meth:`Histogram.vectors`: centred by their origin), on `device` (default the CPU). Sides that are
+    the same object are the same text (one self term; a pair of the same object scores exactly 1)."""
+    sides: list[Histogram] = []
+    key: dict[int, int] = {}
+    for pair in pairs:
+        for h in pair:
+            key.setdefault(id(h), len(key))
+            sides.append(h)
+    distinct = {id(h): h for h in sides}
+    vectors = [torch.as_tensor(np.asarray(h.vectors(), dtype=np.float64)).reshape(len(h), -1)
+               for h in distinct.values()]
+    counts = np.array([len(h) for h in distinct.values()], dtype=np.int64)
+    packed = torch.cat(vectors) if vectors else torch.zeros(0, 1, dtype=torch.float64)
+    points = PointSets.of_tokens(np.arange(int(counts.sum())), sides_of(counts), len(counts),
+                                 np.ones(int(counts.sum())))
+    side = np.array([key[id(h)] for h in sides], dtype=np.int64).reshape(-1, 2)
+    return twmd_pairs(packed.to(device or "cpu"), points, side[:, 0], side[:, 1], np.arange(len(counts)),
+                      temperature=temperature, variant=variant, iterations=iterations, relaxed=relaxed,
+                      return_plans=return_plans)
 
 
 def _empty_pair(n: int, m: int) -> Alignment:
@@ -200,31 +269,21 @@ def _empty_pair(n: int, m: int) -> Alignment:
     return Alignment(score=0.0, empty=bool(side), values={"precision": 0.0, "recall": 0.0, "empty": side})
 
 
-def _plan(x: Tensor, y: Tensor, cross_plan: Tensor | None, b: int, temperature: float) -> tuple[Any, Any]:
-    """(cost 1 - S, the candidate-side plan) of one pair; TRWMD's smoothed maximum has no plan: its gradient,
-    the row softmax of S/T over n, is shown."""
-    cost = (1.0 - x @ y.T).cpu().numpy()
-    if cross_plan is not None:
-        return cost, cross_plan[b, :len(x), :len(y)].cpu().numpy()
-    return cost, (torch.softmax(x @ y.T / temperature, dim=1) / len(x)).cpu().numpy()
-
-
-def _normalised(num: float, den_a: float, den_b: float) -> tuple[float, bool]:
+def _normalised(num: np.ndarray, den_a: np.ndarray, den_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``num / sqrt(den_a den_b)`` written as ``(num / a) sqrt(a / b)`` (exactly 1 when a text meets itself),
     and whether it is defined (both self terms positive and finite); 0 where it is not."""
-    if not (den_a > 0 and den_b > 0 and math.isfinite(den_a * den_b) and math.isfinite(num)):
-        return 0.0, False
-    return num / den_a * math.sqrt(den_a / den_b), True
+    ok = (den_a > 0) & (den_b > 0) & np.isfinite(den_a * den_b) & np.isfinite(num)
+    return np.where(ok, num / den_a * np.sqrt(den_a / den_b), 0.0), ok
 
 
-def _harmonic(p: float, r: float) -> float:
+def _harmonic(p: np.ndarray, r: np.ndarray) -> np.ndarray:
     s = p + r
-    return 2 * p * r / s if s != 0 else 0.0
+    return np.where(s != 0, 2 * p * r / s, 0.0)
 
 
 # -------------------------------------------------------------------------------------------- spec
 
-class Twmd(EmbeddingMetric[TwmdOptions, Context[TwmdOptions]]):
+class Twmd(TokenMetric[TwmdOptions, Context[TwmdOptions]]):
     slug = "twmd"
     title = "TWMD"
     Options = TwmdOptions
@@ -316,34 +375,47 @@ class Twmd(EmbeddingMetric[TwmdOptions, Context[TwmdOptions]]):
         assert ctx.encoder is not None
         check_encoder_inputs("twmd", ctx.encoder, inputs.predictions, inputs.references, self_normalised=True)
 
-    def embed(self, ctx: Context[TwmdOptions], texts: list[str]) -> list[Any]:
-        """Kept positions (float32 views of the encoder's output, shared by repeated texts; the formula
-        works in float64 a bucket at a time): [leading specials if the preset keeps them] + content. The
-        original keeps positions 0..len-2 of ``tokenizer.encode(s)`` (use_CLS=True) or 1..len-2."""
+    def centring_tokens(self, ctx: Context[TwmdOptions], batch: TokenBatch) -> np.ndarray:
+        """The tokens TWMD compares: [leading specials if the preset keeps them] + content. The original keeps
+        positions 0..len-2 of ``tokenizer.encode(s)`` (use_CLS=True) or 1..len-2."""
         encoder = ctx.encoder
         assert encoder is not None
-        bb = encoder.backbone
+        bb, packed = encoder.backbone, batch.packed
         start = 0 if PRESETS[ctx.options.preset] else len(bb.prefix)
-        out = []
-        for t in encoder.embed(texts, batch_size=ctx.options.batch_size, verbose=ctx.options.verbose).texts():
-            stop = len(t.tokens) - len(bb.suffix)
-            out.append((t.tokens[start:stop], t.vectors[start:stop]))
-        return out
+        return (packed.position >= start) & (packed.position < packed.lengths[packed.text_of] - len(bb.suffix))
 
-    def centring_vectors(self, ctx: Context[TwmdOptions], item: tuple[list[str], Tensor]) -> Tensor:
-        return item[1]
-
-    def histogram(self, ctx: Context[TwmdOptions], stats: Any, item: tuple[list[str], Tensor],
-                  mean: Tensor | None, prediction: bool) -> Histogram:
-        tokens, vectors = item
-        return Histogram(tokens, np.full(len(tokens), 1.0 / max(len(tokens), 1)), vectors, origin=mean)
-
-    def formula(self, ctx: Context[TwmdOptions], pairs: Sequence[tuple[Histogram, Histogram]]) -> list[Alignment]:
-        o = ctx.options
-        assert o.temperature is not None and ctx.encoder is not None
-        return twmd_from_embeddings(pairs, temperature=o.temperature, variant=o.variant, iterations=o.iterations,
-                                    relaxed=o.relaxed, batch_size=o.batch_size, device=ctx.encoder.device,
-                                    return_plans=o.return_plans)
+    def score_chunk(self, ctx: Context[TwmdOptions], stats: Any, chunk: Chunk, means: SegmentMeans | None,
+                    pool: Solver) -> tuple[list[Alignment], list[Explanation]]:
+        """Each input text's kept tokens (:meth:`centring_tokens`), then :func:`twmd_pairs`; a side is keyed by its
+        distinct text and its centring mean."""
+        o, batch = ctx.options, chunk.items
+        assert o.temperature is not None
+        tokens, side = input_tokens(batch)
+        kept = self.centring_tokens(ctx, batch)[tokens]
+        count = np.bincount(side[kept], minlength=len(batch))
+        points = PointSets.of_tokens(tokens[kept], side[kept], len(batch), 1.0 / np.maximum(count, 1)[side[kept]])
+        prediction, reference = pair_sides(chunk)
+        side_mean = None if means is None else np.concatenate([means.prediction, means.reference[prediction]])
+        rows = np.max(side_mean) + 1 if side_mean is not None else 1
+        key = batch.rows * rows + (0 if side_mean is None else side_mean)
+        aligned = twmd_pairs(batch.vectors, points, prediction, reference, key, temperature=o.temperature,
+                             variant=o.variant, iterations=o.iterations, relaxed=o.relaxed, means=means,
+                             side_mean=side_mean, return_plans=o.return_plans)
+        if not o.return_plans:
+            return aligned, []
+        labels = [batch.token_strings(points.index[points.start[s]:points.start[s] + points.count[s], 0])
+                  for s in range(len(batch))]
+        return aligned, [Explanation(
+            metric=ctx.name, prediction_labels=labels[int(prediction[k])], reference_labels=labels[int(reference[k])],
+            prediction_mass=points.side_mass(int(prediction[k])).copy(),
+            reference_mass=points.side_mass(int(reference[k])).copy(),
+            cost=np.asarray(a.cost if a.cost is not None else np.zeros((len(labels[int(prediction[k])]),
+                                                                         len(labels[int(reference[k])]))),
+                            dtype=np.float64),
+            plan=np.asarray(a.plan if a.plan is not None else np.zeros((len(labels[int(prediction[k])]),
+                                                                         len(labels[int(reference[k])]))),
+                            dtype=np.float64),
+            score=float(a.score), distance=a.distance, cost_label=self.cost_label(ctx)) for k, a in enumerate(aligned)]
 
     def cost_label(self, ctx: Context[TwmdOptions]) -> str:
         centred = not (isinstance(ctx.options.centering, str) and ctx.options.centering == "none")

@@ -9,9 +9,11 @@
    over ranks or streamed in blocks: :mod:`movers.core.scope`), whole centring batches;
 4. call statistics (per-call IDF: :meth:`~EmbeddingMetric.statistics`; corpus centring means), summed
    over the scope, then ``scope.statistics_done()``;
-5. chunks of at most ``CHUNK`` segments (bounded memory): embed each unique text once, centre, build
-   each side's histogram (:meth:`~EmbeddingMetric.histogram`), run the formula
-   (:meth:`~EmbeddingMetric.formula`), free the chunk;
+5. chunks of at most ``CHUNK`` segments (bounded memory): embed each unique text once, take the centring
+   sums (:meth:`~EmbeddingMetric.centring_sums`) and the segments' means, score the chunk's pairs
+   (:meth:`~EmbeddingMetric.score_chunk`: the token metrics in padded batches on the encoder's device,
+   :mod:`movers.pipeline.token_metric`; otherwise one histogram per side and the formula per pair), free the
+   chunk;
 6. gather the pairs over the scope, report (warnings, or errors on every rank at once), aggregate the
    references of each segment, the corpus score, the signature.
 
@@ -35,7 +37,7 @@ from ..core import progress
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment, Histogram
 from ..core.options import option
-from ..core.parallel import solver, transport_threads
+from ..core.parallel import Solver, solver, transport_threads
 from ..core.references import CHUNK, ReferenceGroups, segment_chunks
 from ..core.result import Scores
 from ..core.scope import current_scope
@@ -44,10 +46,14 @@ from ..core.spec import Inputs, MetricSpec
 from ..text.centering import (
     Centering,
     CenteringSpec,
+    SegmentMeans,
     centering_label,
-    centring_means,
     check_centering,
     chunked_corpus_means,
+    corpus_sums,
+    fitted_means,
+    segment_means,
+    text_sums,
 )
 from ..text.embedding import DEFAULT_LONG_TEXTS, Encoder, LongTexts
 from ..text.embedding_cache import EmbeddingCache, resolve_cache, using_cache
@@ -127,26 +133,42 @@ class Context(Generic[OptionsT]):
     def dim(self) -> int:
         return self.encoder.vector_size if self.encoder is not None else 0
 
+    @property
+    def device(self) -> torch.device:
+        """Where the encoder's vectors are (the CPU for static vectors and hand-made encoders)."""
+        return torch.device(getattr(self.encoder, "device", None) or "cpu")
+
 
 @dataclass
 class Chunk:
-    """One chunk's embedded texts: ``predictions[i]``, ``references[k]`` (flat; segment ``group.owner[k]``)."""
+    """One chunk's embedded texts: ``items`` is what :meth:`EmbeddingMetric.embed` returned for the chunk's
+    ``n`` predictions followed by its flat references (reference k belongs to segment ``group.owner[k]``)."""
 
-    predictions: list[Any]
-    references: list[Any]
+    items: Any
+    n: int
     group: ReferenceGroups
+
+    @property
+    def predictions(self) -> Any:
+        return self.items[:self.n]
+
+    @property
+    def references(self) -> Any:
+        return self.items[self.n:]
 
 
 class _Sides(Sequence):
     """The (prediction, reference) histograms of a chunk's pairs, built on access (the current
     prediction's is kept), so a per-pair formula holds one pair at a time."""
 
-    def __init__(self, metric: EmbeddingMetric, ctx: Context, stats: Any, chunk: Chunk, means: Any) -> None:
-        self.metric, self.ctx, self.stats, self.chunk, self.means = metric, ctx, stats, chunk, means
+    def __init__(self, metric: EmbeddingMetric, ctx: Context, stats: Any, chunk: Chunk, means: SegmentMeans | None
+                 ) -> None:
+        self.metric, self.ctx, self.stats, self.means = metric, ctx, stats, means
+        self.predictions, self.references, self.owner = chunk.predictions, chunk.references, chunk.group.owner
         self._current: tuple[int, Histogram | None] = (-1, None)
 
     def __len__(self) -> int:
-        return len(self.chunk.references)
+        return len(self.references)
 
     @overload
     def __getitem__(self, k: int) -> tuple[Histogram, Histogram]: ...
@@ -157,13 +179,15 @@ class _Sides(Sequence):
     def __getitem__(self, k: int | slice) -> Any:
         if isinstance(k, slice):
             return [self[j] for j in range(*k.indices(len(self)))]
-        i = self.chunk.group.owner[k]
-        mu_h, mu_r = (None, None) if self.means is None else (self.means[0][i], self.means[1][i])
+        i = self.owner[k]
+        means = self.means
+        mu_h, mu_r = (None, None) if means is None else \
+            (means.table[int(means.prediction[i])], means.table[int(means.reference[i])])
         if self._current[0] != i:
-            self._current = (i, self.metric.histogram(self.ctx, self.stats, self.chunk.predictions[i], mu_h, True))
+            self._current = (i, self.metric.histogram(self.ctx, self.stats, self.predictions[i], mu_h, True))
         hyp = self._current[1]
         assert hyp is not None
-        return hyp, self.metric.histogram(self.ctx, self.stats, self.chunk.references[k], mu_r, False)
+        return hyp, self.metric.histogram(self.ctx, self.stats, self.references[k], mu_r, False)
 
 
 def read_ahead(encoder: Encoder | None) -> bool:
@@ -183,8 +207,9 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
     formula_step: ClassVar[int | None] = None
     """Pairs per formula call (progress granularity for per-pair formulas); None: the whole chunk."""
     parallel_pairs: ClassVar[bool] = False
-    """The formula solves each pair on its own and releases the GIL (POT's exact solver): the pipeline then
-    solves ``transport_threads`` pairs at once (:mod:`movers.core.parallel`), in order, with the same results."""
+    """The transport solves independent problems (pairs, or buckets of pairs) that release the GIL (POT's exact
+    solver, numpy's and torch's array operations): :meth:`score_chunk` then gets a pool of ``transport_threads``
+    threads (:mod:`movers.core.parallel`), and each problem is solved as it would be alone (the same results)."""
 
     # ------------------------------------------------------------------------------------ hooks
 
@@ -204,20 +229,56 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
         return segment_chunks(len(predictions), CHUNK, run_length(ctx.options))
 
     @abstractmethod
-    def embed(self, ctx: C, texts: list[Any]) -> list[Any]:
-        """One item per text (its tokens and vectors, in a form the other hooks read)."""
+    def embed(self, ctx: C, texts: list[Any]) -> Any:
+        """The texts embedded, in a form the other hooks read: one item per text (a list), or a
+        :class:`~movers.text.token_batch.TokenBatch` (the token metrics)."""
 
-    @abstractmethod
+    def centring_sums(self, ctx: C, items: Any, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per text, the sum and the count of the vectors centring averages: ``[n, d + 1]`` float64 for the first
+        `n` texts of `items` (predictions), ``[m, d + 1]`` for the rest. By default from
+        :meth:`centring_vectors`, one text at a time."""
+        vectors = [self.centring_vectors(ctx, x) for x in items]
+        dim = ctx.dim or (int(vectors[0].shape[1]) if vectors else 0)
+        return text_sums(vectors[:n], dim=dim), text_sums(vectors[n:], dim=dim)
+
     def centring_vectors(self, ctx: C, item: Any) -> torch.Tensor:
         """The vectors of one text that centring means are taken over (its kept tokens or words)."""
+        raise NotImplementedError(f"{self.slug}: no per-text centring vectors (its centring_sums are batched).")
 
-    @abstractmethod
     def histogram(self, ctx: C, stats: Any, item: Any, mean: torch.Tensor | None, prediction: bool) -> Histogram:
-        """One side: labelled points with masses, centred by `mean` (None: no centring)."""
+        """One side: labelled points with masses, centred by `mean` (None: no centring). The per-pair path's
+        hook (:meth:`score_chunk`'s default)."""
+        raise NotImplementedError(f"{self.slug}: no per-pair histograms (its pairs are scored in batches).")
 
-    @abstractmethod
     def formula(self, ctx: C, pairs: Sequence[tuple[Histogram, Histogram]]) -> list[Alignment]:
-        """The metric's formula on aligned (prediction, reference) histograms; plans kept if asked."""
+        """The metric's formula on aligned (prediction, reference) histograms; plans kept if asked. The per-pair
+        path's hook (:meth:`score_chunk`'s default)."""
+        raise NotImplementedError(f"{self.slug}: no per-pair formula (its pairs are scored in batches).")
+
+    def score_chunk(self, ctx: C, stats: Any, chunk: Chunk, means: SegmentMeans | None, pool: Solver
+                    ) -> tuple[list[Alignment], list[Explanation]]:
+        """A chunk's pairs (prediction ``group.owner[k]``, reference k), in order, and their explanations when
+        the call keeps plans. By default one pair at a time: each side's :meth:`histogram`, then the
+        :meth:`formula` (`pool` solves ``transport_threads`` pairs at once for a metric with `parallel_pairs`)."""
+        o, name = ctx.options, self.name(ctx.options)
+        sides = _Sides(self, ctx, stats, chunk, means)
+        pairs: list[Alignment] = []
+        explained: list[Explanation] = []
+        # a few pairs queued per thread: their histograms are alive at once (bounded by the step)
+        step = (self.formula_step or max(len(sides), 1)) * (2 * pool.threads if pool.threads > 1 else 1)
+        for start in range(0, len(sides), step):
+            batch = sides[start:start + step]
+            with progress.transport():
+                if pool.threads > 1:
+                    aligned = [a for part in pool.map(lambda pair: self.formula(ctx, [pair]), batch) for a in part]
+                else:
+                    aligned = self.formula(ctx, batch)
+            if self.wants_plans(o):
+                explained += [Explanation.of(name, *batch[j], pair, cost_label=self.cost_label(ctx))
+                              for j, pair in enumerate(aligned)]
+            pairs += aligned
+            progress.pairs_done(len(aligned))
+        return pairs, explained
 
     def cost_label(self, ctx: C) -> str:
         return "euclidean"
@@ -245,12 +306,7 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
 
     def _load(self, ctx: C, predictions: list[Any], references: list[list[Any]], chunk: range) -> Chunk:
         group = ReferenceGroups.of(references[chunk.start:chunk.stop])
-        items = self.embed(ctx, predictions[chunk.start:chunk.stop] + group.flat)
-        return Chunk(items[:len(chunk)], items[len(chunk):], group)
-
-    def _centring_data(self, ctx: C, chunk: Chunk) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        return ([self.centring_vectors(ctx, x) for x in chunk.predictions],
-                [self.centring_vectors(ctx, x) for x in chunk.references])
+        return Chunk(self.embed(ctx, predictions[chunk.start:chunk.stop] + group.flat), len(chunk), group)
 
     def run(self, options: OptionsT, inputs: Inputs) -> Scores:
         with using_cache(resolve_cache(self.name(options), options.cache)):
@@ -275,9 +331,10 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
         mode: CenteringSpec = o.centering
         first: Chunk | None = None  # a single chunk, embedded once for the corpus means and the scores
         if isinstance(mode, str) and mode == "corpus":
-            corpus_means, first = chunked_corpus_means(chunks, lambda c: self._load(ctx, preds, refs, c),
-                                                       lambda data: self._centring_data(ctx, data),
-                                                       total=scope.total, dim=ctx.dim)
+            corpus_means, first = chunked_corpus_means(
+                chunks, lambda c: self._load(ctx, preds, refs, c),
+                lambda data: corpus_sums(*self.centring_sums(ctx, data.items, data.n)), total=scope.total,
+                dim=ctx.dim)
             assert ctx.encoder is not None
             mode = Centering(*corpus_means, ctx.encoder.name, ctx.encoder.layer_label, ctx.kept_label)
         scope.statistics_done()
@@ -302,25 +359,16 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
                 if loader is not None and index + 1 < len(chunks):
                     pending = loader.submit(contextvars.copy_context().run, self._load, ctx, preds, refs,
                                             chunks[index + 1])
-                means = centring_means(mode, *self._centring_data(ctx, chunk), chunk.group.owner, k,
-                                       dim=ctx.dim)[:2] if centred else None
-                sides = _Sides(self, ctx, stats, chunk, means)
-                # a few pairs queued per thread: their histograms are alive at once (bounded by the step)
-                step = (self.formula_step or max(len(sides), 1)) * (2 * pool.threads if pool.threads > 1 else 1)
-                for start in range(0, len(sides), step):
-                    batch = sides[start:start + step]
-                    with progress.transport():
-                        if pool.threads > 1:
-                            aligned = [a for part in pool.map(lambda pair: self.formula(ctx, [pair]), batch)
-                                       for a in part]
-                        else:
-                            aligned = self.formula(ctx, batch)
-                    if self.wants_plans(o):
-                        explained += [Explanation.of(name, *batch[j], pair, cost_label=self.cost_label(ctx))
-                                      for j, pair in enumerate(aligned)]
-                    pairs += aligned
-                    progress.pairs_done(len(aligned))
-                del chunk, sides, means  # before the next chunk is embedded
+                if not centred:
+                    means = None
+                elif isinstance(mode, Centering):  # fitted, or the corpus means: no sums needed
+                    means = fitted_means(mode, chunk.n, ctx.dim, ctx.device)
+                else:
+                    means = segment_means(mode, *self.centring_sums(ctx, chunk.items, chunk.n), chunk.group.owner, k)
+                aligned, explanations = self.score_chunk(ctx, stats, chunk, means, pool)
+                pairs += aligned
+                explained += explanations
+                del chunk, means  # before the next chunk is embedded
         pairs, explained = scope.gather(pairs), scope.gather(explained)
         self.report(ctx, groups, pairs)
         segments = self.segments(ctx, groups, pairs, explained)

@@ -12,7 +12,8 @@ import torch
 
 from ..core.options import check_options
 from ..core.references import CHUNK, ReferenceGroups
-from ..text.centering import Centering
+from ..text.centering import Centering, corpus_sums, means_of
+from ..text.tokens import call_tokens
 from .call import make_options, normalised
 from .embedding import EmbeddingMetric
 
@@ -40,11 +41,12 @@ def fit_centering(spec: EmbeddingMetric, predictions: Sequence[Any], references:
                          f"these options.")
     texts = list(inputs.predictions) + ReferenceGroups.of(inputs.references).flat
     n = len(inputs.predictions)
-    cand: list[torch.Tensor] = []
-    ref: list[torch.Tensor] = []
-    for start in range(0, len(texts), CHUNK):
-        for j, item in enumerate(spec.embed(ctx, texts[start:start + CHUNK])):
-            (cand if start + j < n else ref).append(spec.centring_vectors(ctx, item).to(torch.float64))
-    return Centering(prediction_mean=torch.cat(cand).mean(0), reference_mean=torch.cat(ref).mean(0),
-                     model=ctx.encoder.name, layer=ctx.encoder.layer_label, preset=ctx.kept_label,
-                     n_tokens=(sum(len(x) for x in cand), sum(len(x) for x in ref)))
+    sums = torch.zeros(2, ctx.dim + 1, dtype=torch.float64)
+    with call_tokens():
+        for start in range(0, len(texts), CHUNK):
+            part = texts[start:start + CHUNK]
+            sums += corpus_sums(*spec.centring_sums(ctx, spec.embed(ctx, part), max(0, min(n - start, len(part)))))
+    prediction_mean, reference_mean = means_of(sums)
+    return Centering(prediction_mean=prediction_mean, reference_mean=reference_mean, model=ctx.encoder.name,
+                     layer=ctx.encoder.layer_label, preset=ctx.kept_label,
+                     n_tokens=(int(sums[0, -1]), int(sums[1, -1])))

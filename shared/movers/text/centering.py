@@ -26,13 +26,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch import Tensor
 
+from ..core.packed import host_tensor
 from ..core.validation import check_choice, check_number
 
-__all__ = ["Centering", "CENTERINGS", "CenteringSpec", "centring_means", "corpus_means", "corpus_sums", "means_of",
-           "chunked_corpus_means", "check_centering", "centering_label"]
+__all__ = ["Centering", "CENTERINGS", "CenteringSpec", "SegmentMeans", "segment_means", "fitted_means",
+           "centring_means", "text_sums", "corpus_sums", "means_of", "chunked_corpus_means", "check_centering",
+           "centering_label"]
 
 CENTERINGS = ("batch", "corpus", "none")
 
@@ -79,40 +82,46 @@ class Centering:
 CenteringSpec = Literal["batch", "corpus", "none"] | Centering
 
 
-def corpus_means(predictions: Sequence[Tensor], references: Sequence[Tensor], *,
-                 total: Callable[[Tensor], Tensor] | None = None, dim: int) -> tuple[Tensor, Tensor]:
-    """Token means (float64) of all prediction and all reference vectors ([n_i, dim] each), from sums and
-    counts that `total` adds up over the rest of the call (other ranks, other blocks of a stream)."""
-    sums = corpus_sums(predictions, references, dim=dim)
-    return means_of(sums if total is None else total(sums))
+@dataclass(frozen=True, eq=False)
+class SegmentMeans:
+    """The centring means of a chunk's segments: `table` [G, d] float64, and per segment the row of its
+    prediction mean (`prediction` [n]) and of its references' mean (`reference` [n])."""
+
+    table: Tensor
+    prediction: np.ndarray
+    reference: np.ndarray
+    label: str
 
 
-def corpus_sums(predictions: Sequence[Tensor], references: Sequence[Tensor], *, dim: int) -> Tensor:
-    """[2, dim + 1] float64: the token sums and the token counts (last column) of the prediction and the
-    reference vectors; added up over the chunks, ranks or blocks of a call, then :func:`means_of`."""
-    sums = torch.zeros(2, dim + 1, dtype=torch.float64)
-    for row, vectors in ((0, predictions), (1, references)):
-        for x in vectors:
-            sums[row, :dim] += x.sum(0, dtype=torch.float64)
-            sums[row, dim] += x.shape[0]
+def text_sums(vectors: Sequence[Tensor], *, dim: int) -> Tensor:
+    """[len(vectors), dim + 1] float64: each text's token sum and token count (last column)."""
+    sums = torch.zeros(len(vectors), dim + 1, dtype=torch.float64)
+    for row, x in enumerate(vectors):
+        sums[row, :dim] = x.sum(0, dtype=torch.float64)
+        sums[row, dim] = x.shape[0]
     return sums
 
 
-def chunked_corpus_means(chunks: Sequence[range], load: Callable[[range], Any],
-                         vectors: Callable[[Any], tuple[Sequence[Tensor], Sequence[Tensor]]], *,
+def corpus_sums(prediction_sums: Tensor, reference_sums: Tensor) -> Tensor:
+    """[2, dim + 1] float64 on the CPU: the token sums and counts of all predictions and of all references (from
+    :func:`text_sums`-shaped rows); added up over the chunks, ranks or blocks of a call, then :func:`means_of`."""
+    return torch.stack([prediction_sums.sum(0), reference_sums.sum(0)]).cpu()
+
+
+def chunked_corpus_means(chunks: Sequence[range], load: Callable[[range], Any], sums: Callable[[Any], Tensor], *,
                          total: Callable[[Tensor], Tensor], dim: int) -> tuple[tuple[Tensor, Tensor], Any]:
     """Corpus means of a call read a chunk at a time (memory of one chunk): ``load(chunk)`` embeds a chunk,
-    ``vectors(data)`` gives its (prediction, reference) token vectors, and `total` adds their sums up over
-    the scope (ranks, stream blocks). Returns the means and, when there is a single chunk, its loaded data,
-    so that the caller scores it without embedding it again (None otherwise)."""
-    sums = torch.zeros(2, dim + 1, dtype=torch.float64)
+    ``sums(data)`` gives its :func:`corpus_sums`, and `total` adds them up over the scope (ranks, stream blocks).
+    Returns the means and, when there is a single chunk, its loaded data, so that the caller scores it without
+    embedding it again (None otherwise)."""
+    acc = torch.zeros(2, dim + 1, dtype=torch.float64)
     first = None
     for chunk in chunks:
         data = load(chunk)
-        sums += corpus_sums(*vectors(data), dim=dim)
+        acc += sums(data)
         first = data if len(chunks) == 1 else None
         del data  # before the next chunk is loaded
-    return means_of(total(sums)), first
+    return means_of(total(acc)), first
 
 
 def means_of(sums: Tensor) -> tuple[Tensor, Tensor]:
@@ -121,48 +130,71 @@ def means_of(sums: Tensor) -> tuple[Tensor, Tensor]:
     return sums[0, :dim] / sums[0, dim], sums[1, :dim] / sums[1, dim]
 
 
+def segment_means(centering: CenteringSpec, prediction_sums: Tensor, reference_sums: Tensor,
+                  owner: Sequence[int] | np.ndarray, k: int, *, total: Callable[[Tensor], Tensor] | None = None
+                  ) -> SegmentMeans | None:
+    """The means each segment is centred by (None for ``"none"``), from per-text sums.
+
+    Args:
+        centering: A mode name or a fitted :class:`Centering`.
+        prediction_sums: [n, d + 1] float64, each prediction's token sum and count (:func:`text_sums`).
+        reference_sums: [m, d + 1], the same per flat reference; ``owner[j]`` is its segment.
+        k: Segments per batch for ``"batch"``.
+        total: For ``"corpus"``: maps these segments' :func:`corpus_sums` to those of the whole call (the sum over
+            the ranks of a distributed call, or over a stream); default: these segments are the whole call.
+    """
+    n = prediction_sums.shape[0]
+    d = prediction_sums.shape[1] - 1
+    device = prediction_sums.device
+    if isinstance(centering, Centering):
+        return fitted_means(centering, n, d, device)
+    if centering == "none":
+        return None
+    if centering == "corpus":
+        sums = corpus_sums(prediction_sums, reference_sums)
+        table = torch.stack(means_of(sums if total is None else total(sums))).to(device)
+        return SegmentMeans(table, np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64), "corpus")
+    groups = -(-n // k)
+    segment_group = np.arange(n, dtype=np.int64) // k
+    by_group = torch.zeros(2 * groups, d + 1, dtype=torch.float64, device=device)
+    by_group.index_add_(0, host_tensor(2 * segment_group, device), prediction_sums)
+    by_group.index_add_(0, host_tensor(2 * (np.asarray(owner, dtype=np.int64) // k) + 1, device), reference_sums)
+    table = by_group[:, :d] / by_group[:, d:]
+    return SegmentMeans(table, 2 * segment_group, 2 * segment_group + 1, f"batch[k={k}]")
+
+
+def fitted_means(table: Centering, n: int, dim: int, device: torch.device | str = "cpu") -> SegmentMeans:
+    """:func:`segment_means` of a fitted table: the same two means for every one of `n` segments (no sums
+    needed); the table must have `dim` dimensions."""
+    if table.prediction_mean.shape != (dim,):
+        raise ValueError(f"centering: the fitted means must have {dim} dimensions, got "
+                         f"{tuple(table.prediction_mean.shape)}.")
+    means = torch.stack([table.prediction_mean, table.reference_mean]).to(device, torch.float64)
+    return SegmentMeans(means, np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64), table.label)
+
+
 def centring_means(centering: CenteringSpec, predictions: Sequence[Tensor], references: Sequence[Tensor],
                    owner: Sequence[int], k: int, *, total: Callable[[Tensor], Tensor] | None = None,
                    dim: int | None = None) -> tuple[list[Tensor], list[Tensor], str]:
-    """Per segment (prediction mean, reference mean) and the signature label.
+    """Per segment (prediction mean, reference mean) and the signature label, from per-text token vectors
+    (:func:`segment_means` of their :func:`text_sums`; ``"none"`` gives zero means).
 
     Args:
         centering: A mode name or a fitted :class:`Centering`.
         predictions: Token vectors [n_i, d] per segment (float32 or float64; the means are float64).
         references: Token vectors [m_j, d] per flat reference; ``owner[j]`` is its segment.
         k: Segments per batch for ``"batch"``.
-        total: For ``"corpus"``: maps these segments' token sums and counts to those of the whole call
-            (the sum over the ranks of a distributed call, or over a stream); default: these segments are
-            the whole call. dim: the vector size when there are no segments here.
+        total: For ``"corpus"``, as in :func:`segment_means`. dim: the vector size when there are no segments here.
     """
     n = len(predictions)
     d = predictions[0].shape[1] if n else int(dim or 0)
-    if isinstance(centering, Centering):
-        if centering.prediction_mean.shape != (d,):
-            raise ValueError(f"centering: the fitted means must have {d} dimensions, got "
-                             f"{tuple(centering.prediction_mean.shape)}.")
-        mc = centering.prediction_mean.to("cpu", torch.float64)
-        mr = centering.reference_mean.to("cpu", torch.float64)
-        return [mc] * n, [mr] * n, centering.label
-    if centering == "none":
+    means = segment_means(centering, text_sums(predictions, dim=d), text_sums(references, dim=d), owner, k,
+                          total=total)
+    if means is None:
         zero = torch.zeros(d, dtype=torch.float64)
         return [zero] * n, [zero] * n, "none"
-    if centering == "corpus":
-        mc, mr = corpus_means(predictions, references, total=total, dim=d)
-        return [mc] * n, [mr] * n, "corpus"
-    size = k
-    refs_of: list[list[int]] = [[] for _ in range(n)]
-    for j, i in enumerate(owner):
-        refs_of[i].append(j)
-    mu_c: list[Tensor] = []
-    mu_r: list[Tensor] = []
-    for start in range(0, n, size):
-        seg = range(start, min(start + size, n))
-        mc = torch.cat([predictions[i] for i in seg]).to(torch.float64).mean(0)
-        mr = torch.cat([references[j] for i in seg for j in refs_of[i]]).to(torch.float64).mean(0)
-        mu_c += [mc] * len(seg)
-        mu_r += [mr] * len(seg)
-    return mu_c, mu_r, "corpus" if centering == "corpus" else f"batch[k={k}]"
+    rows = list(means.table)
+    return [rows[g] for g in means.prediction], [rows[g] for g in means.reference], means.label
 
 
 def centering_label(centering: CenteringSpec, k: int) -> str:

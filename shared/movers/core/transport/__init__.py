@@ -17,10 +17,11 @@ masses, what an empty side scores) belong to the metrics, not here: the solvers 
 from __future__ import annotations
 
 from .common import Transport
-from .exact import emd, partial_emd
-from .ragged import buckets, pad, solve_ragged
-from .tempered import smoothed_max_sides, tempered_plans, tempered_sides
+from .exact import emd, network_simplex, partial_emd, simplex
+from .ragged import buckets, pad, padded_size, shape_classes, solve_ragged
+from .tempered import smoothed_max_sides, tempered_plans, tempered_sides, tempered_values
 from .unbalanced import OVERRELAXATION, unbalanced_sinkhorn_batch
 
-__all__ = ["Transport", "emd", "partial_emd", "unbalanced_sinkhorn_batch", "tempered_plans", "tempered_sides",
-           "smoothed_max_sides", "pad", "buckets", "solve_ragged", "OVERRELAXATION"]
+__all__ = ["Transport", "emd", "network_simplex", "simplex", "partial_emd", "unbalanced_sinkhorn_batch",
+           "tempered_plans", "tempered_sides", "tempered_values", "smoothed_max_sides", "pad", "buckets",
+           "shape_classes", "padded_size", "solve_ragged", "OVERRELAXATION"]

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from .. import parallel
 from .common import Transport
 
-__all__ = ["pad", "buckets", "solve_ragged"]
+__all__ = ["pad", "buckets", "shape_classes", "padded_size", "solve_ragged"]
 
 _CPU = torch.device("cpu")
 
@@ -32,26 +33,52 @@ def pad(items: Sequence[Tensor], *, value: float = 0.0) -> tuple[Tensor, Tensor]
 
 
 def buckets(shapes: Sequence[tuple[int, int]], *, budget: int, max_size: int | None = None,
-            waste: float = 2.0) -> Iterator[list[int]]:
+            waste: float = 2.0, row_width: int = 0) -> Iterator[list[int]]:
     """Group problems of shapes ``(n_k, m_k)`` into padded batches: sorted by size, each bucket at most
-    `budget` padded entries (``B * max n * max m``) and `max_size` problems, and no problem padded to
-    more than `waste` times its own size (+256 entries). Yields lists of problem indices; a problem
-    larger than the budget gets a bucket of its own."""
-    order = sorted(range(len(shapes)), key=lambda k: (shapes[k][0] * shapes[k][1], shapes[k]))
+    `budget` padded entries (``B * max n * max m``, plus ``B * (max n + max m) * row_width`` for problems whose
+    rows are vectors of `row_width` values) and `max_size` problems, and no problem padded to more than `waste`
+    times its own size (+256 entries). Yields lists of problem indices; a problem larger than the budget gets a
+    bucket of its own."""
+    sizes = np.asarray(shapes, dtype=np.int64).reshape(-1, 2)
+    area = sizes[:, 0] * sizes[:, 1]
+    order = np.lexsort((np.arange(len(sizes)), sizes[:, 1], sizes[:, 0], area)).tolist()
     start = 0
     while start < len(order):
         stop, rows, cols = start, 0, 0
-        smallest = shapes[order[start]][0] * shapes[order[start]][1]
+        smallest = int(area[order[start]])
         while stop < len(order):
-            n, m = shapes[order[stop]]
+            n, m = int(sizes[order[stop], 0]), int(sizes[order[stop], 1])
             r, c = max(rows, n), max(cols, m)
             count = stop - start + 1
-            if stop > start and (count * r * c > budget or r * c > waste * smallest + 256
+            if stop > start and (count * (r * c + row_width * (r + c)) > budget or r * c > waste * smallest + 256
                                  or (max_size is not None and count > max_size)):
                 break
             rows, cols, stop = r, c, stop + 1
         yield order[start:stop]
         start = stop
+
+
+def padded_size(n: int) -> int:
+    """The size a problem dimension of `n` is padded to in :func:`shape_classes`: 8 at least, then steps of a
+    quarter of the power of two below (8, 10, 12, 14, 16, 20, 24, 28, 32, 40, ...): at most 25% padding."""
+    if n <= 8:
+        return 8
+    step = 1 << max(0, (n - 1).bit_length() - 3)
+    return -(-n // step) * step
+
+
+def shape_classes(shapes: Sequence[tuple[int, int]], *, budget: int) -> Iterator[tuple[list[int], tuple[int, int]]]:
+    """Group problems of shapes ``(n_k, m_k)`` by their padded shape (:func:`padded_size` of each dimension): each
+    problem is padded to its class's shape whatever else is in its batch, so its batched products see the same
+    shapes in any company (a call split into parts gives the same bits). Yields (problem indices, padded shape),
+    at most `budget` padded entries per batch (at least one problem), smallest classes first."""
+    classes: dict[tuple[int, int], list[int]] = {}
+    for k, (n, m) in enumerate(shapes):
+        classes.setdefault((padded_size(int(n)), padded_size(int(m))), []).append(k)
+    for shape in sorted(classes, key=lambda s: (s[0] * s[1], s)):
+        members, step = classes[shape], max(1, budget // (shape[0] * shape[1]))
+        for start in range(0, len(members), step):
+            yield members[start:start + step], shape
 
 
 def solve_ragged(solver: Callable[..., Transport], a: Sequence, b: Sequence, costs: Sequence, *,

@@ -22,14 +22,14 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-__all__ = ["tempered_plans", "smoothed_max_sides", "tempered_sides"]
+__all__ = ["tempered_plans", "smoothed_max_sides", "tempered_sides", "tempered_values"]
 
 
 def _log_normalise(x: Tensor, dim: int, *, inplace: bool = False) -> Tensor:
     """log-softmax over `dim` that leaves all -inf (padded) slices at -inf instead of NaN (into `x` itself when
-    `inplace`: the same numbers without a new [B, n, m] buffer)."""
-    lse = torch.logsumexp(x, dim=dim, keepdim=True)
-    shift = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+    `inplace`: the same numbers without a new [B, n, m] buffer). An all -inf slice has log-sum-exp -inf, which is
+    raised to the lowest finite number: -inf minus it stays -inf, and every finite shift is unchanged."""
+    shift = torch.logsumexp(x, dim=dim, keepdim=True).clamp_min_(torch.finfo(x.dtype).min)
     return x.sub_(shift) if inplace else x - shift
 
 
@@ -53,8 +53,8 @@ def tempered_plans(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, temperatu
     """
     # b=batch, n=candidate tokens (dim 1), m=reference tokens (dim 2)
     logits = _logits(sim, row_mask, col_mask, temperature)
-    n = row_mask.sum(1).clamp_min(1).to(sim.dtype).view(-1, 1, 1)
-    m = col_mask.sum(1).clamp_min(1).to(sim.dtype).view(-1, 1, 1)
+    n = row_mask.sum(1, dtype=sim.dtype).clamp_min(1).view(-1, 1, 1)
+    m = col_mask.sum(1, dtype=sim.dtype).clamp_min(1).view(-1, 1, 1)
     if mode == "softmax":
         return _log_normalise(logits, 2).exp() / n, _log_normalise(logits, 1).exp() / m
     cand, ref = logits, logits
@@ -69,8 +69,8 @@ def smoothed_max_sides(sim: Tensor, row_mask: Tensor, col_mask: Tensor, *, tempe
     """TRWMD as the paper writes it: candidate side ``(1/n) Σ_i T log Σ_j exp(S_ij / T)``, reference
     side the same over columns; [B] each. Shapes: sim [B, n, m], masks [B, n] and [B, m]."""
     logits = _logits(sim, row_mask, col_mask, temperature)
-    n = row_mask.sum(1).clamp_min(1).to(sim.dtype)
-    m = col_mask.sum(1).clamp_min(1).to(sim.dtype)
+    n = row_mask.sum(1, dtype=sim.dtype).clamp_min(1)
+    m = col_mask.sum(1, dtype=sim.dtype).clamp_min(1)
     rows = torch.where(row_mask, temperature * torch.logsumexp(logits, 2), torch.zeros_like(n[:, None]))
     cols = torch.where(col_mask, temperature * torch.logsumexp(logits, 1), torch.zeros_like(m[:, None]))
     return rows.sum(1) / n, cols.sum(1) / m
@@ -96,12 +96,28 @@ def tempered_sides(x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, *, temp
 
     The values are computed the same way whether or not the plan is asked for (so a text met with itself gives
     bitwise its self-similarity either way); the plan is the :func:`tempered_plans` one."""
-    sim = torch.bmm(x, y.transpose(1, 2))
+    return tempered_values(torch.bmm(x, y.transpose(1, 2)), x_mask, y_mask, temperature=temperature, mode=mode,
+                           iterations=iterations, relaxed=relaxed, return_plan=return_plan)
+
+
+def tempered_values(sim: Tensor, x_mask: Tensor, y_mask: Tensor, *, temperature: float,
+                    mode: Literal["sinkhorn", "softmax"] = "sinkhorn", iterations: int = 1,
+                    relaxed: Literal["expectation", "logsumexp"] = "expectation", return_plan: bool = True,
+                    symmetric: bool = False) -> tuple[Tensor, Tensor, Tensor | None]:
+    """:func:`tempered_sides` from the similarities ``S`` [B, n, m] themselves (e.g. cosines of vectors that are
+    not unit rows, :func:`movers.core.pairs.cosines`). `symmetric`: each problem compares a text with itself
+    (``S`` symmetric, the same masks): the reference side is the candidate side of the transposed problem, the
+    same value, and is not computed again."""
+    if symmetric and not return_plan and not (mode == "softmax" and relaxed == "logsumexp"):
+        logits = _logits(sim, x_mask, y_mask, temperature)
+        n = x_mask.sum(1, dtype=sim.dtype).clamp_min(1)
+        cand = _side_value(logits, sim, (1, 2) * iterations if mode == "sinkhorn" else (2,), n)
+        return cand, cand, None
     if mode == "softmax" and relaxed == "logsumexp":
         return (*smoothed_max_sides(sim, x_mask, y_mask, temperature=temperature), None)
     logits = _logits(sim, x_mask, y_mask, temperature)
-    n = x_mask.sum(1).clamp_min(1).to(sim.dtype)
-    m = y_mask.sum(1).clamp_min(1).to(sim.dtype)
+    n = x_mask.sum(1, dtype=sim.dtype).clamp_min(1)
+    m = y_mask.sum(1, dtype=sim.dtype).clamp_min(1)
     # candidate side: over candidate tokens, then reference tokens (Sinkhorn), or one softmax over references
     cand_dims, ref_dims = ((1, 2) * iterations, (2, 1) * iterations) if mode == "sinkhorn" else ((2,), (1,))
     cand, ref = _side_value(logits, sim, cand_dims, n), _side_value(logits, sim, ref_dims, m)

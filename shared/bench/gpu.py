@@ -1,0 +1,209 @@
+"""``python -m shared.bench gpu``: the token metrics on the training device, beside the floor and bert-score.
+
+    python -m shared.bench gpu                               # CUDA if present, else the CPU; the bundled MiniLM
+    python -m shared.bench gpu --shape tiny --sets short     # a 2-layer, 128-wide encoder of random weights
+    python -m shared.bench gpu --shape minilm --device cuda  # random weights of the bundled model's shape
+
+Workload: the WMT17 to-English segments (``wmt17_da_seg_toen``, stored text, no preprocessing; a timing only,
+nothing is chosen on this validation set): "short" is the 3,920 (hypothesis, first reference) pairs as they are,
+"medium" joins 8 consecutive pairs into one (490 pairs), "long" joins 16 (245). Per set, in one process, the
+best of `--repeats` runs, alternating:
+
+* **floor**: the tokenizer and the encoder's forward pass over the unique texts, batched as movers batches
+  (:func:`shared.bench.harness.floor`), in float32 and (on an accelerator) float16;
+* **moverscore**, **twmd**, **lazy_emd**: one call of the metric at its defaults on the same encoder, loaded once;
+* **bert-score**: a ``BERTScorer`` built once with the same model folder and its last layer (bert-score 0.3.13),
+  then timed: loaded, as movers is.
+
+Then, over the first `--ops-pairs` pairs, the torch operations and the copies (``aten::to``, ``aten::_to_copy``,
+``aten::copy_``) per pair of each metric call beyond the encoder's forward pass (torch.profiler; the forward pass
+is the ``movers: encoder forward`` range). Times depend on the encoder's shape, not its weights, so ``--shape``
+runs random weights of a given shape with the bundled tokenizer, where the bundled weights are not installed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from .harness import floor, model_folder, quiet_offline
+
+__all__ = ["main", "SHAPES", "SETS", "workload", "operations", "random_model"]
+
+SHAPES: dict[str, dict[str, int]] = {
+    "tiny": {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 512},
+    "minilm": {"num_hidden_layers": 6, "hidden_size": 384, "num_attention_heads": 12, "intermediate_size": 1536},
+    "base": {"num_hidden_layers": 12, "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072},
+}
+"""Encoder shapes for ``--shape`` (BERT, 512 positions, the bundled MiniLM's vocabulary): random weights."""
+SETS = {"short": 1, "medium": 8, "long": 16}
+"""set -> WMT17 pairs joined into one."""
+METRICS = ("moverscore", "twmd", "lazy_emd")
+COPIES = frozenset({"aten::to", "aten::_to_copy", "aten::copy_"})
+
+
+def workload(joined: int, pairs: int | None = None) -> tuple[list[str], list[str]]:
+    """WMT17 to-English (hypotheses, first references) as stored, `joined` consecutive pairs per pair."""
+    from .data import load_dataset
+
+    records = load_dataset("wmt17_da_seg_toen", preprocess="none").records
+    hyps, refs = [r["hypothesis"] for r in records], [r["references"][0] for r in records]
+    hyps = [" ".join(hyps[i:i + joined]) for i in range(0, len(hyps), joined)]
+    refs = [" ".join(refs[i:i + joined]) for i in range(0, len(refs), joined)]
+    return hyps[:pairs], refs[:pairs]
+
+
+def random_model(shape: str, folder: Path, tokenizer: str | None = None) -> str:
+    """A BERT of `shape` (:data:`SHAPES`) with random weights (seed 0) and the bundled tokenizer (or the one in
+    the folder `tokenizer`), saved in `folder`."""
+    import torch
+    import transformers
+
+    tok = transformers.AutoTokenizer.from_pretrained(tokenizer or model_folder(), local_files_only=True)
+    tok.save_pretrained(folder)
+    config = transformers.BertConfig(vocab_size=len(tok), max_position_embeddings=512, **SHAPES[shape])
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(folder)
+    return str(folder)
+
+
+def operations(fn: Any, *args: Any, **kwargs: Any) -> tuple[int, int, Counter[str]]:
+    """(torch operations, copies, the operations by name) of ``fn(*args, **kwargs)`` outside the encoder's forward
+    pass, counted with torch.profiler: every ``aten::`` event, nested ones included."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from movers.text.embedding import FORWARD_LABEL
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn(*args, **kwargs)
+    events = prof.events()
+    spans = [(e.time_range.start, e.time_range.end) for e in events if e.name == FORWARD_LABEL]
+    spans.sort()
+    counts: Counter[str] = Counter()
+    import bisect
+
+    starts = [s for s, _ in spans]
+    for e in events:
+        if not e.name.startswith("aten::"):
+            continue
+        k = bisect.bisect_right(starts, e.time_range.start) - 1
+        if k >= 0 and e.time_range.end <= spans[k][1]:
+            continue  # inside the encoder's forward pass
+        counts[e.name] += 1
+    return sum(counts.values()), sum(v for name, v in counts.items() if name in COPIES), counts
+
+
+def _best(fn: Any, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m shared.bench gpu", description=__doc__.split("\n\n")[0]
+                                .replace("``", ""))
+    p.add_argument("--device", default=None, help="torch device (default: CUDA if present, else the CPU)")
+    p.add_argument("--model", default=None, help="model folder or hub id (default: the bundled MiniLM)")
+    p.add_argument("--shape", choices=sorted(SHAPES), help="random weights of this shape instead of --model")
+    p.add_argument("--tokenizer", default=None, help="with --shape: a folder with the tokenizer (default: bundled)")
+    p.add_argument("--sets", default="short,medium,long", help="comma-separated, of: " + ", ".join(SETS))
+    p.add_argument("--metric", action="append", choices=METRICS, help="repeatable (default: the three)")
+    p.add_argument("--pairs", type=int, default=None, help="at most this many pairs per set (default: all)")
+    p.add_argument("--repeats", type=int, default=3, help="timed runs per figure; the best counts")
+    p.add_argument("--ops-pairs", type=int, default=640, help="pairs the operations are counted over (0: none)")
+    p.add_argument("--no-bertscore", action="store_true", help="leave bert-score out")
+    p.add_argument("--json", help="also write the measurements to this file")
+    args = p.parse_args(argv)
+    quiet_offline()
+    import torch
+
+    import movers
+    from movers import Encoder, load_encoder
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    metrics = args.metric or list(METRICS)
+    with tempfile.TemporaryDirectory(prefix="movers-gpu-") as tmp:
+        model = random_model(args.shape, Path(tmp), args.tokenizer) if args.shape else args.model
+        encoder = load_encoder(model, device=device)
+        folder = str(encoder.backbone.path)
+        half = Encoder(model, device=device, dtype=torch.float16) if device != "cpu" else None
+        scorer = None
+        if not args.no_bertscore:
+            from bert_score import BERTScorer
+
+            scorer = BERTScorer(model_type=folder, num_layers=encoder.backbone.num_layers, batch_size=64,
+                                device=device)
+        rows = []
+        for name in args.sets.split(","):
+            preds, refs = workload(SETS[name], args.pairs)
+            runs = _runs(preds, refs, metrics, model, device, encoder, half, scorer)
+            best = {key: float("inf") for key in runs}
+            for _ in range(args.repeats):  # alternating, so that a slow moment of the machine hits every figure
+                for key, run in runs.items():
+                    best[key] = min(best[key], _best(run, 1))
+            row: dict[str, Any] = {"set": name, "pairs": len(preds), "tokens": _tokens(encoder, preds), **best}
+            if args.ops_pairs:
+                n = min(args.ops_pairs, len(preds))
+                for slug in metrics:
+                    ops, copies, _ = operations(getattr(movers, slug), preds[:n], refs[:n], model=model, device=device)
+                    row[f"{slug} ops/pair"], row[f"{slug} copies/pair"] = ops / n, copies / n
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    _report(rows, metrics, device, encoder.name if not args.shape else f"random {args.shape}", scorer is not None)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"device": device, "model": model or "bundled", "shape": args.shape,
+                                               "rows": rows}, indent=1), encoding="utf-8")
+    return 0
+
+
+def _runs(preds: list[str], refs: list[str], metrics: list[str], model: str | None, device: str, encoder: Any,
+          half: Any, scorer: Any) -> dict[str, Any]:
+    """What one set times, by name: the floors, each metric (loaded and warmed up first), bert-score (loaded)."""
+    import movers
+
+    runs: dict[str, Any] = {"floor": lambda: floor(preds + refs, encoder)}
+    if half is not None:
+        runs["floor fp16"] = lambda: floor(preds + refs, half)
+    for slug in metrics:
+        fn = getattr(movers, slug)
+        fn(preds[:4], refs[:4], model=model, device=device)
+        runs[slug] = lambda fn=fn: fn(preds, refs, model=model, device=device)
+    if scorer is not None:
+        scorer.score(preds[:4], refs[:4])
+        runs["bert-score"] = lambda: scorer.score(preds, refs, batch_size=64)
+    return runs
+
+
+def _tokens(encoder: Any, texts: list[str]) -> int:
+    """Mean tokens a side (special tokens included, as read)."""
+    return round(sum(len(ids) for ids in encoder.token_ids(texts)) / max(1, len(texts)))
+
+
+def _report(rows: list[dict[str, Any]], metrics: list[str], device: str, model: str, bertscore: bool) -> None:
+    import torch
+
+    where = torch.cuda.get_device_name() if device.startswith("cuda") else f"CPU, {torch.get_num_threads()} threads"
+    print(f"{where}; {model}; best of the repeats; times as a multiple of the float32 floor\n")
+    fp16 = any("floor fp16" in r for r in rows)
+    head = ["set (pairs, tokens a side)", "floor"] + (["floor fp16"] if fp16 else []) + metrics + \
+        (["bert-score (loaded)"] if bertscore else [])
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for r in rows:
+        cells = [f"{r['set']} ({r['pairs']:,}, {r['tokens']})", f"{r['floor']:.2f} s"]
+        keys = (["floor fp16"] if fp16 else []) + metrics + (["bert-score"] if bertscore else [])
+        cells += [f"{r[k]:.2f} s ({r[k] / r['floor']:.2f}x)" for k in keys]
+        print("| " + " | ".join(cells) + " |")
+    if any(f"{metrics[0]} ops/pair" in r for r in rows):
+        print("\ntorch operations (copies) per pair beyond the encoder's forward pass:\n")
+        print("| set | " + " | ".join(metrics) + " |\n|" + "---|" * (len(metrics) + 1))
+        for r in rows:
+            print(f"| {r['set']} | " + " | ".join(f"{r[f'{m} ops/pair']:.1f} ({r[f'{m} copies/pair']:.2f})"
+                                                  for m in metrics) + " |")

@@ -1,0 +1,80 @@
+"""The token metrics' chunk: one packed batch of token vectors on the encoder's device (MoverScore, TWMD,
+Lazy-EMD).
+
+A :class:`TokenMetric` embeds a chunk's texts into one :class:`~movers.text.token_batch.TokenBatch` (each distinct
+text once; the vectors stay on the encoder's device), takes the centring sums of every text in a few batched
+operations, and scores the chunk's pairs with its own :meth:`~movers.pipeline.embedding.EmbeddingMetric.score_chunk`:
+its sides as :class:`~movers.core.pairs.PointSets` (index arrays built on the host from the token ids and the
+vocabulary's tables), gathered bucket by bucket (:func:`~movers.core.pairs.gather`). Nothing here runs once per
+text: the work per chunk is a few array operations, plus a few per bucket of pairs.
+"""
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import torch
+
+from ..core.packed import ranges
+from ..core.pairs import stage
+from ..text.embedding import Encoder
+from ..text.token_batch import TokenBatch
+from .embedding import Chunk, Context, EmbeddingMetric, EmbeddingOptions
+
+__all__ = ["TokenMetric", "input_tokens", "pair_sides"]
+
+OptionsT = TypeVar("OptionsT", bound=EmbeddingOptions)
+C = TypeVar("C", bound=Context)
+
+_SUM_STEP = 1 << 15
+"""Token vectors converted to float64 at a time for the centring sums (bounded memory: 48 MiB at 384 dims)."""
+
+
+def input_tokens(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
+    """(token, text) of every token of every input text, in input order: `token` indexes the batch's packed
+    vectors and ids (a text given twice has its tokens twice), `text` is the input text's position."""
+    lengths = batch.packed.lengths[batch.rows]
+    return ranges(batch.packed.offsets[batch.rows], lengths), np.repeat(np.arange(len(batch)), lengths)
+
+
+def pair_sides(chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
+    """(prediction text, reference text) of each of the chunk's pairs, as positions in its input texts."""
+    owner = np.asarray(chunk.group.owner, dtype=np.int64)
+    return owner, chunk.n + np.arange(len(owner), dtype=np.int64)
+
+
+class TokenMetric(EmbeddingMetric[OptionsT, C], Generic[OptionsT, C]):
+    """An embedding metric over contextual token vectors, scored a chunk at a time in batches."""
+
+    parallel_pairs = True
+
+    @abstractmethod
+    def centring_tokens(self, ctx: C, batch: TokenBatch) -> np.ndarray:
+        """[T] bool over the batch's packed tokens: the tokens centring means are taken over."""
+
+    def embed(self, ctx: C, texts: list[Any]) -> TokenBatch:
+        """The texts through the encoder: a :class:`TokenBatch` (a hand-made encoder's per-text output packed)."""
+        encoder, o = ctx.encoder, ctx.options
+        assert encoder is not None
+        if isinstance(encoder, Encoder):
+            return encoder.encode(texts, batch_size=o.batch_size, verbose=o.verbose)
+        return TokenBatch.of_embeddings(encoder.embed(texts, batch_size=o.batch_size, verbose=o.verbose),
+                                        getattr(encoder, "device", None))
+
+    def centring_sums(self, ctx: C, items: TokenBatch, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each text's centring tokens summed in float64 (and counted), per distinct text in a few batched
+        operations, then read out for every input text."""
+        batch = items
+        tokens = np.flatnonzero(self.centring_tokens(ctx, batch))
+        texts = batch.packed.text_of[tokens]
+        distinct, dim, device = len(batch.packed), batch.dim, batch.device
+        sums = torch.zeros(distinct, dim + 1, dtype=torch.float64, device=device)
+        counts = np.bincount(texts, minlength=distinct).astype(np.float64)
+        for start in range(0, len(tokens), _SUM_STEP):
+            index, text, = stage([tokens[start:start + _SUM_STEP], texts[start:start + _SUM_STEP]], device)
+            sums[:, :dim].index_add_(0, text, batch.vectors.index_select(0, index).to(torch.float64))
+        rows, count = stage([batch.rows, counts], device)
+        sums[:, dim] = count
+        per_text = sums.index_select(0, rows)
+        return per_text[:n], per_text[n:]
