@@ -1,7 +1,7 @@
 """The documentation site (mkdocs.yml, docs/, shared.bench.site): it builds in strict mode with the command
-the docs give (``python -m shared.bench docs --build``, at the checkout's root), a planted broken link or anchor
-fails that build, the same command serves it locally, and the API reference names every public name and every
-option of every metric, from the declarations.
+the docs give (``python -m shared.bench docs --build``, at the checkout's root) and with MkDocs' own
+(``mkdocs build``, there too), a planted broken link or anchor fails that build, the same command serves it
+locally, and the API reference names every public name and every option of every metric, from the declarations.
 
 The examples on the pages run in tests/test_docs.py; the built pages are checked here.
 """
@@ -278,6 +278,24 @@ def test_the_docs_command_serves_the_site_offline(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_mkdocs_own_command_builds_the_site_at_the_checkout_root(tmp_path):
+    """`mkdocs build` as a reader or a documentation host types it, at the checkout's root: MkDocs loads
+    docs/hooks.py by its path, with neither the current directory nor the checkout's root on sys.path (only
+    the package's own folder, shared/, as for any installed movers), so the hook must find `shared.bench` from
+    its own place. Same strict build: `strict: true` in mkdocs.yml, and --strict."""
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    if not mkdocs.is_file():
+        pytest.skip(f"no mkdocs executable beside {sys.executable}")
+    path = os.pathsep.join(p for p in _PATH.get("PYTHONPATH", os.environ.get("PYTHONPATH", "")).split(os.pathsep)
+                           if p and Path(p).resolve() != REPO)
+    env = {**os.environ, "PYTHONPATH": path, "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run([str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=REPO,
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "ModuleNotFoundError" not in proc.stderr
+    assert 'id="movers.moverscore"' in (tmp_path / "site" / "reference" / "metrics.html").read_text(encoding="utf-8")
 
 
 def test_the_docs_command_on_a_folder_without_the_site_says_what_to_pass(tmp_path):
