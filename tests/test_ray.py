@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -296,6 +297,59 @@ def test_a_bad_row_is_named_by_its_index_value_or_its_other_columns_and_the_colu
                                          r"non-empty text, got ' '"):
         _corpus(_blocks(_rows({(13, "prediction"): " "})), "moverscore", index="position",
                 empty_predictions="error")
+
+
+HINT = r"pass index=<a column with each row's position 0, 1, \.\.\.> to name each row by its position\.$"
+
+
+def test_a_row_named_by_its_other_columns_says_how_to_name_rows_by_position(cluster):
+    """Without `index`, a row is named by the values of its first other columns, which other rows may share (a
+    block sees only its own rows): the error says so, how many rows of its block have the values shown when
+    several do, and to pass index=. Rows 12, 13 and 14 share one reference and have no other column; blocks of
+    8 rows (8..15 holds them): 3 rows of the block read `the row reference=['the same reference']`."""
+    same = ["the same reference"]
+    rows = _rows({(12, "reference"): same, (13, "reference"): same, (14, "reference"): same,
+                  (13, "prediction"): None})
+    bare = [{k: v for k, v in row.items() if k != "position"} for row in rows]
+    with pytest.raises(TypeError, match=r"must hold a string in every row; the row reference=\['the same reference'"
+                                        r"\] holds None\. Without `index`, a row is named by its first columns' "
+                                        r"values, and 3 rows of its block have the values shown \(rows of other "
+                                        r"blocks may too\); " + HINT):
+        _corpus(_blocks(bare), "delta_bleu", block_size=8)
+    # its position column, not passed as `index`, tells the rows apart here, but no block can know that
+    with pytest.raises(TypeError, match=r"the row reference=\['the same reference'\], position=13 holds None\. "
+                                        r"Without `index`, a row is named by its first columns' values, which rows "
+                                        r"of other blocks may share; " + HINT):
+        _corpus(_blocks(rows), "delta_bleu", block_size=8)
+    with pytest.raises(TypeError) as named:  # named by its position: no hint
+        _corpus(_blocks(rows), "delta_bleu", index="position", block_size=8)
+    assert str(named.value).endswith("the row with position=13 holds None."), str(named.value)
+
+
+def test_a_bad_delta_bleu_weight_is_named_by_the_row_of_the_data_set(cluster):
+    """ΔBLEU checks `reference_weights[i]` inside a block, where i is the row's place in its block (13 - 8 = 5
+    for blocks of 8): the error names the row as the other bad rows are named (its `index` value, else its first
+    other columns) and the weights column. Row 13 has 2 references, rated [0.51, 0.16]."""
+    preds, refs, weights = split_pairs()
+    assert len(refs[13]) == 2
+
+    def rated(row13):
+        rows = [dict(row, weights=w) for row, w in zip(_rows(), weights, strict=True)]
+        rows[13]["weights"] = row13
+        return _blocks(rows)
+
+    for index in ("position", None):
+        row = r"the row with position=13" if index else r"the row prediction=" + re.escape(repr(preds[13])[:20])
+        with pytest.raises(ValueError, match=r"^delta_bleu: the `reference_weights` \(column 'weights'\) of "
+                                             + row + r".* must hold one weight per reference of that row \(2\), "
+                                             r"got 1\."):
+            _corpus(rated([0.51]), "delta_bleu", index=index, reference_weights="weights", block_size=8)
+        with pytest.raises(ValueError, match=r"^delta_bleu: value 2 of `reference_weights` \(column 'weights'\) of "
+                                             + row + r".* must be a number in \[-1, 1\], got 1\.6\."):
+            _corpus(rated([0.51, 1.6]), "delta_bleu", index=index, reference_weights="weights", block_size=8)
+    with pytest.raises(ValueError) as named:
+        _corpus(rated([0.51, 1.6]), "delta_bleu", index="position", reference_weights="weights", block_size=8)
+    assert "[5]" not in str(named.value) and "segment" not in str(named.value), str(named.value)
 
 
 @pytest.mark.parametrize("kwargs,match", [

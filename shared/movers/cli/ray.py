@@ -214,7 +214,7 @@ def run_ray(args: argparse.Namespace, slugs: list[str], options: dict[str, dict[
         try:
             checked_call(slug, **call)
         except (TypeError, ValueError) as err:
-            raise UsageError(str(err).replace("pass index=", "pass --index-column NAME (index=)")) from None
+            raise UsageError(_in_flags(str(err))) from None
         calls[slug] = call
     _checked_files(reader, files, _Rows(args, any(registry.get(slug).documents for slug in slugs)))
     address = args.address or os.environ.get("RAY_ADDRESS")
@@ -239,6 +239,11 @@ def run_ray(args: argparse.Namespace, slugs: list[str], options: dict[str, dict[
         return _scored(args, ray, reader, files, calls, score)
 
 
+def _in_flags(message: str) -> str:
+    """A refusal of the Ray integration in the command's words: its `index=` is ``--index-column NAME``."""
+    return message.replace("pass index=", "pass --index-column NAME (index=)")
+
+
 def _scored(args: argparse.Namespace, ray: Any, reader: str, files: list[Path], calls: dict[str, dict[str, Any]],
             score: Any) -> int:
     results = {}
@@ -256,7 +261,7 @@ def _scored(args: argparse.Namespace, ray: Any, reader: str, files: list[Path], 
                 else:
                     result.score  # noqa: B018  the scoring pass, for the corpus score
             except (TypeError, ValueError) as err:
-                raise UsageError(str(err).splitlines()[0]) from None
+                raise UsageError(_in_flags(str(err).splitlines()[0])) from None
             except ray.exceptions.RayError as err:  # a failure of Ray's own (a worker, a reader): its first line
                 raise UsageError(f"Ray failed: {_first_line(err)}") from None
             results[slug] = result

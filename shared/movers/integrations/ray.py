@@ -34,8 +34,9 @@ cluster): the arguments, the metric's options, and what a call split into blocks
 (:func:`movers.pipeline.passes.check_split`: ``baseline="fit"``, ``return_plans``, batch centring without
 `index`); then, on the cluster, the columns and the resources (an actor that no node can hold is refused; a
 fixed pool that would hold every CPU, leaving none for the tasks that read and cut the blocks, is made smaller,
-with a warning). An error inside a block names the row by its `index` value, or by the values of its other
-columns, and the column.
+with a warning). An error inside a block (the columns' check, or the metric's own about a row, ΔBLEU's weights
+included) names the row by its `index` value, or by the values of its first other columns, and the column; named
+by its values, which rows elsewhere in the data set may share, it also says to pass `index=`.
 """
 from __future__ import annotations
 
@@ -175,9 +176,31 @@ class _Columns:
         columns."""
         if self.index is not None and column != self.index:
             return f"the row with {self.index}={short_repr(table.column(self.index)[i].as_py())}"
-        shown = [f"{name}={short_repr(table.column(name)[i].as_py())}" for name in table.column_names
-                 if name != column][:3]
+        shown = self._shown(table, column, i)
         return "the row " + (", ".join(shown) if shown else f"{i} of a block")
+
+    def unnamed(self, table: pa.Table, i: int, column: str | None = None) -> str:
+        """What :meth:`row` leaves open about row `i`, as a sentence to end an error with: nothing when the row is
+        named by its `index` value (or the error is about that column); else that a block sees only its own rows,
+        so the values shown may name other rows too (how many rows of the block they name, when several), and
+        how to name rows by position: ``index=``."""
+        if self.index is not None:
+            return ""
+        fix = "pass index=<a column with each row's position 0, 1, ...> to name each row by its position."
+        shown = self._shown(table, column, i)
+        if not shown:
+            return f" Without `index`, a row is named by its place in its block; {fix}"
+        same = sum(self._shown(table, column, k) == shown for k in range(table.num_rows))
+        if same > 1:
+            return (f" Without `index`, a row is named by its first columns' values, and {same} rows of its block "
+                    f"have the values shown (rows of other blocks may too); {fix}")
+        return (f" Without `index`, a row is named by its first columns' values, which rows of other blocks may "
+                f"share; {fix}")
+
+    @staticmethod
+    def _shown(table: pa.Table, column: str | None, i: int) -> list[str]:
+        return [f"{name}={short_repr(table.column(name)[i].as_py())}" for name in table.column_names
+                if name != column][:3]
 
     def check(self, table: pa.Table, spec: MetricSpec) -> None:
         """Each column of a block as a call needs it: strings (a document's sentences too, for a metric that reads
@@ -189,19 +212,21 @@ class _Columns:
             what = "a string (or a list of sentences)" if spec.documents else "a string"
             raise TypeError(f"{WHO}: column {self.prediction!r} (the predictions) must hold {what} in every row; "
                             f"{self.row(table, prediction, self.prediction)} holds "
-                            f"{short_repr(table.column(self.prediction)[prediction].as_py())}.")
+                            f"{short_repr(table.column(self.prediction)[prediction].as_py())}."
+                            f"{self.unnamed(table, prediction, self.prediction)}")
         for name in self.references:
             bad = self._bad(table, name, _is_text(True), nulls=True)
             if bad is not None:
                 raise TypeError(f"{WHO}: reference column {name!r} must hold a string or a list of strings in "
                                 f"every row (None: no reference there); {self.row(table, bad, name)} holds "
-                                f"{short_repr(table.column(name)[bad].as_py())}.")
+                                f"{short_repr(table.column(name)[bad].as_py())}.{self.unnamed(table, bad, name)}")
         for i, refs in enumerate(_grouped([table.column(c).to_pylist() for c in self.references])):
             if not refs:
                 columns = ", ".join(repr(c) for c in self.references)
-                row = self.row(table, i, self.references[0] if len(self.references) == 1 else None)
-                raise ValueError(f"{WHO}: {row} has no reference in column"
-                                 f"{'s' if len(self.references) > 1 else ''} {columns}; every row needs one.")
+                column = self.references[0] if len(self.references) == 1 else None
+                raise ValueError(f"{WHO}: {self.row(table, i, column)} has no reference in column"
+                                 f"{'s' if len(self.references) > 1 else ''} {columns}; every row needs one."
+                                 f"{self.unnamed(table, i, column)}")
         if self.index is not None:
             bad = self._bad(table, self.index, lambda v: isinstance(v, int) and not isinstance(v, bool),
                             pa.types.is_integer)
@@ -364,27 +389,35 @@ class _Worker:
 
     @contextlib.contextmanager
     def rows_named(self, table: pa.Table) -> Iterator[None]:
-        """A metric's error about ``predictions[i]`` or ``references[i]`` of this block, as the column and the
-        row of the data set."""
+        """A metric's error about ``predictions[i]``, ``references[i]`` or an extra input's ``[i]`` (ΔBLEU's
+        ``reference_weights[i]``) of this block, as the column and the row of the data set; "segment i" of that
+        message, the same position, as "that row"."""
         try:
             yield
         except (ValueError, TypeError) as err:
             text = str(err)
-            named = _ARGUMENT.sub(lambda m: self._named(table, m), text)
-            if named == text:
+            pattern = _argument(tuple(self.columns.extra))
+            rows = [int(m["i"]) for m in pattern.finditer(text)]
+            if not rows:
                 raise
-            raise type(err)(named) from None
+            named = pattern.sub(lambda m: self._named(table, m), text)
+            if len(set(rows)) == 1:
+                named = re.sub(rf"\bsegment {rows[0]}\b", "that row", named)
+            raise type(err)(named + self.columns.unnamed(table, rows[0])) from None
 
     def _named(self, table: pa.Table, m: re.Match) -> str:
         i = int(m["i"])
         row = self.columns.row(table, i)
         if m["what"] == "predictions":
             return f"column {self.columns.prediction!r} of {row}"
-        refs = self.columns.references
+        what = "reference" if m["what"] == "references" else f"`{m['what']}`"
+        names = self.columns.references if m["what"] == "references" else self.columns.extra[m["what"]]
+        columns = f"column{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}"
         if m["j"] is not None:
-            return f"reference {int(m['j']) + 1} (column{'s' if len(refs) > 1 else ''} " \
-                   f"{', '.join(map(repr, refs))}) of {row}"
-        return f"the reference (column{'s' if len(refs) > 1 else ''} {', '.join(map(repr, refs))}) of {row}"
+            value = f"reference {int(m['j']) + 1}" if m["what"] == "references" else \
+                f"value {int(m['j']) + 1} of {what}"
+            return f"{value} ({columns}) of {row}"
+        return f"the {what} ({columns}) of {row}"
 
     def scored(self, table: pa.Table, totals: list[Any], size: int | None = None) -> Any:
         """The metric's result on `table` with the call-level statistics `totals`."""
@@ -396,7 +429,13 @@ class _Worker:
             return self.call(table)
 
 
-_ARGUMENT = re.compile(r"`(?P<what>predictions|references)\[(?P<i>\d+)\](?:\[(?P<j>\d+)\])?`")
+@functools.cache
+def _argument(extra: tuple[str, ...]) -> re.Pattern[str]:
+    """How a metric's message names a row of its call, in backquotes: ``predictions[i]``, ``references[i]``,
+    ``references[i][j]``, or an extra input's (``reference_weights[i]``, ``reference_weights[i][j]``)."""
+    names = "|".join(re.escape(name) for name in ("predictions", "references", *extra))
+    return re.compile(rf"`(?P<what>{names})\[(?P<i>\d+)\](?:\[(?P<j>\d+)\])?`")
+
 
 _WORKERS: dict[bytes, _StatisticsWorker] = {}
 

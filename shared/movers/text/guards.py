@@ -83,7 +83,10 @@ def check_encoder_inputs(metric: str, encoder, predictions: Sequence[str], refer
         n = m = np.maximum(n, m)
     if len(owner):
         worst = int(np.argmax(n * m))
-        check_transport_size(metric, [(f"segment {owner[worst]}", int(n[worst]), int(m[worst]))])
+        i, k = int(owner[worst]), int(worst)  # named by its arguments (Ray and streams name their rows from them)
+        label = f"predictions[{i}] with " + (f"references[{i}]" if len(references[i]) == 1 else
+                                             f"references[{i}][{k - int(np.flatnonzero(owner == i)[0])}]")
+        check_transport_size(metric, [(label, int(n[worst]), int(m[worst]))])
     return filtered_out
 
 
