@@ -112,6 +112,31 @@ def test_single_references_beside_several_as_tuples(store):
     mlflow.end_run()  # the failed evaluation may leave its run open
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("form", [tuple, np.array], ids=["tuples", "arrays"])
+@pytest.mark.parametrize("slug", ["sms", "delta_bleu"])
+def test_mixed_targets_are_each_rows_references(store, slug, form):
+    """Single reference strings beside rows of several references (tuples, or NumPy arrays as a Parquet file or
+    Spark's toPandas gives them) reach the metric and score as one direct call on the rows' lists would
+    (ΔBLEU's weights: a list in every row, one weight per reference). The middle row has 2 references and the
+    others 1: the signature says nrefs:var (a row read as one reference would give nrefs:1). Python lists
+    beside strings fail in MLflow's hash of the data set, before any metric runs (the test above)."""
+    preds = ["The cat sat on the mat.", "A dog barked loudly.", "It rained all day."]
+    refs = [["A cat was sitting on the mat."], ["The dog was barking.", "A dog barked."], ["Rain fell all day."]]
+    weights = [[0.8], [0.9, -0.4], [1.0]]
+    data = pd.DataFrame({"prediction": preds, "reference": [refs[0][0], form(refs[1]), refs[2][0]]})
+    extra = {}
+    if slug == "delta_bleu":
+        data["reference_weights"] = weights
+        extra = {"reference_weights": weights}
+    result = _evaluate(data, [integration.metric(slug)])
+    want = getattr(movers, slug)(preds, refs, **extra)
+    assert result.metrics[slug] == pytest.approx(want.score, abs=ATOL)
+    np.testing.assert_allclose(result.tables["eval_results_table"][f"{slug}/score"], want.scores, atol=ATOL, rtol=0)
+    tag = mlflow.get_run(result.run_id).data.tags[f"movers.{slug}.signature"]
+    assert tag == str(want.signature) and "|nrefs:var|" in tag
+
+
 def test_options_are_checked_when_the_metric_is_made():
     with pytest.raises(TypeError, match=r"twmd\(\) got an unexpected keyword argument 'idf'"):
         integration.metric("twmd", idf=True)

@@ -9,10 +9,13 @@
 the whole evaluation set and scores it in one ``movers.<slug>`` call: ``result.metrics["<name>"]`` is the
 metric's corpus score (per-call IDF, TWMD's batch centring and ΔBLEU's corpus counts included), the
 per-row scores of that call are the ``<name>/score`` column of the eval table, and the call's signature is
-the run tag ``movers.<name>.signature``. A targets column may hold several references per row: lists in
-every row, or, where single reference strings stand beside them, tuples (MLflow hashes the targets column before
-any metric runs, and fails on a list beside strings: ``unhashable type: 'list'``). A column named like a metric's
-extra input (ΔBLEU's ``reference_weights``) is passed too.
+the run tag ``movers.<name>.signature``. A targets column may hold several references per row, beside rows of
+one reference string: every metric takes a row's list, tuple or NumPy array of strings as that row's references.
+Where single strings stand beside them, give those rows as tuples or NumPy arrays (as a Parquet file or Spark's
+``toPandas`` gives them), not Python lists: MLflow hashes the data set before any metric runs (its digest) and
+fails on a list beside strings with pandas' ``unhashable type: 'list'``, which the metric never sees. A
+column named like a metric's extra input (ΔBLEU's ``reference_weights``) is passed too; MLflow's hash takes a list
+of weights in every row, or a number in every row (one reference each), not numbers beside lists.
 
 MLflow calls ``eval_fn`` on the first row alone before the whole set (a probe); the probe's score is
 replaced by the full call's, and its empty-generation warning is held back unless the set is that one row.
