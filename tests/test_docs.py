@@ -450,11 +450,13 @@ def _code_cells(cell: str) -> list[str]:
 
 def test_the_defaults_table_is_the_declarations():
     """docs/development.md opens with a table of every default that can change a score: each row's value is the
-    declared default of each metric it names ("every metric": each carded metric that has the option), and every
-    such option of every carded metric has a row."""
+    declared default of each metric it names ("every metric": each carded metric, and each declares the option;
+    a link to the shared-options table: each carded metric that table lists for the option), and every such
+    option of every carded metric has a row."""
     import ast
 
     import movers
+    from shared.bench.cards import shared_options
 
     text = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
     table = text[text.index("| metric | option | default | why | evidence |"):].split("\n\n", 1)[0]
@@ -462,15 +464,18 @@ def test_the_defaults_table_is_the_declarations():
     covered, wrong = set(), []
     for row in table.splitlines()[2:]:
         metric, option, default = (c.strip() for c in row.strip("|").split("|")[:3])
-        slugs = list(specs) if metric == "every metric" else _code_cells(metric)
         names, values = _code_cells(option), _code_cells(default)
         values = values * len(names) if len(values) == 1 else values
         assert len(values) == len(names), row
-        for slug in slugs:
-            declared = {f.name: f.default for f in specs[slug].options}
-            for name, value in zip(names, values, strict=True):
-                if metric == "every metric" and name not in declared:
-                    continue
+        shared = "(inputs.md#options-the-metrics-share)" in metric
+        for name, value in zip(names, values, strict=True):
+            if shared:
+                slugs = [s for f, users in shared_options() if f.name == name for s in users if s in specs]
+                assert slugs, f"{row}: the shared-options table has no {name}"
+            else:
+                slugs = list(specs) if metric == "every metric" else _code_cells(metric)
+            for slug in slugs:
+                declared = {f.name: f.default for f in specs[slug].options}
                 covered.add((slug, name))
                 if name not in declared or declared[name] != ast.literal_eval(value):
                     wrong.append(f"{slug}.{name}: the table says {value}, the declaration {declared.get(name)!r}")

@@ -8,8 +8,8 @@ from declarations, between markers that the tests check:
 * the install lines (``<!-- install: ... -->``), from ``pyproject.toml``'s ``[project.urls]`` and the torch the
   Spaces pin;
 * the option table (``<!-- options: ... -->``): every option that can change a score, with its default and what
-  it does, read from the metric's options dataclass; the runtime options are named once, with a link to the API
-  reference, which has every option in full.
+  it does, read from the metric's options dataclass; the runtime options are named once, with their defaults and
+  a link to the API reference, which has every option in full.
 
 A card's links are written for the repository (``../docs/cli.md``): they work on GitHub and the site re-points
 them at its pages. A module README is read from its folder alone (a Hub module or Space repository), so
@@ -213,20 +213,21 @@ def _is_shared(spec: MetricSpec, f: OptionField) -> bool:
 def options_table(spec: MetricSpec, repo: Path | None = None) -> str:
     """The card's option table: the metric's own options that can change a score, in declaration order, with
     their defaults; the options it shares with other metrics named with their defaults (the input rules' page
-    has them in full), and the runtime options named, with the link to the API reference."""
+    has them in full), and the runtime options named with their defaults, with the link to the API reference."""
     own = [f for f in spec.options if not f.info.runtime and not _is_shared(spec, f)]
     lines = [BEGIN, "", "| option | default | what it does |", "|---|---|---|"]
     lines += [f"| `{f.name}` | `{f.default!r}` | {_cell(_doc(spec, f.name, f.info.doc))} |" for f in own]
     shared = [f"`{f.name}` (`{f.default!r}`" + (f"; the worst value here: {_worst(spec)})"
                                                 if f.name == "empty_predictions" else ")")
               for f in spec.options if not f.info.runtime and _is_shared(spec, f)]
-    runtime = [f"`{f.name}`" for f in spec.options if f.info.runtime]
+    runtime = [f"`{f.name}={f.default!r}`" for f in spec.options if f.info.runtime]
     lines += [""]
     if shared:
         lines += [f"Shared with other metrics ([what each does](../docs/inputs.md#options-the-metrics-share)): "
                   f"{', '.join(shared)}."]
     if runtime:
-        lines += ["", f"Runtime options (they never change a score beyond float32 rounding): {', '.join(runtime)}."]
+        lines += ["", f"Runtime options, at their defaults (they never change a score beyond float32 rounding): "
+                      f"{', '.join(runtime)}."]
     lines += ["", f"Every option with its type: [the API reference]({reference_url(spec, repo)}). What every module "
               f"shares: [evaluate and the Trainer](../docs/evaluate.md#what-every-module-shares).", "", END]
     return "\n".join(lines)

@@ -61,7 +61,8 @@ hypothesis rows, Newsroom's four aspects, RealSumm's LitePyramid recall)."""
 
 SHORT = {"summeval": "SummEval", "newsroom_human": "Newsroom", "realsumm": "RealSumm"}
 
-RULE = ("Per metric, the default is truncation (the originals' and bert-score's reading, and the cheapest) "
+RULE = ("Per metric, the default is truncation (MoverScore's and Lazy-EMD's originals' and bert-score's reading, "
+        "and the cheapest) "
         "unless a whole-text reading has a higher development mean with a paired 95% interval above 0 (then the "
         "best such one). The partial transports are measured and offered as options, not as the long-text "
         "default: they change every pair whose two sides differ in mass, short ones included.")
