@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .harness import floor, model_folder, quiet_offline
+from .harness import bertscorer, floor, model_folder, quiet_offline
 
 __all__ = ["main", "SHAPES", "SETS", "workload", "operations", "random_model"]
 
@@ -133,14 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="movers-gpu-") as tmp:
         model = random_model(args.shape, Path(tmp), args.tokenizer) if args.shape else args.model
         encoder = load_encoder(model, device=device)
-        folder = str(encoder.backbone.path)
         half = Encoder(model, device=device, dtype=torch.float16) if device != "cpu" else None
-        scorer = None
-        if not args.no_bertscore:
-            from bert_score import BERTScorer
-
-            scorer = BERTScorer(model_type=folder, num_layers=encoder.backbone.num_layers, batch_size=64,
-                                device=device)
+        scorer = None if args.no_bertscore else bertscorer(model, device=device)
         rows = []
         for name in args.sets.split(","):
             preds, refs = workload(SETS[name], args.pairs)

@@ -1,5 +1,6 @@
 """The one speed harness of the timings: the encoder floor, a fresh process per measurement, a quiet offline run.
 
+* :func:`bertscorer`: bert-score loaded once, as its users keep it, for the timings that compare with it;
 * :func:`floor`: the least any embedding metric must do, the one definition every timing uses: the bare encoder
   over every token of the unique texts, in windows of the model's positions (512) side by side, without overlap,
   sorted by length and batched as movers batches (:func:`movers.text.embedding.token_batches`); tokenization
@@ -32,7 +33,7 @@ from . import CHECKOUT
 if TYPE_CHECKING:
     from movers import Encoder
 
-__all__ = ["floor", "fresh", "inline", "quiet_offline", "model_folder", "Runner", "OFFLINE"]
+__all__ = ["floor", "bertscorer", "fresh", "inline", "quiet_offline", "model_folder", "Runner", "OFFLINE"]
 
 Runner = Callable[..., dict[str, Any]]
 """How a study runs one measurement: :func:`fresh` (a process of its own) or :func:`inline` (this one)."""
@@ -59,6 +60,23 @@ def model_folder(model: str | None = None) -> str:
     from movers import Encoder
 
     return str(Encoder(model).backbone.path)
+
+
+def bertscorer(model: str | None = None, *, layers: int | None = None, device: str = "cpu", batch_size: int = 64
+               ) -> Any:
+    """bert-score as its users keep it between calls: a ``BERTScorer`` built once with the model folder of `model`
+    (default the bundled encoder), its `layers`-th layer (default the last) and `batch_size`, and run once on a short
+    pair, so that a timing of ``scorer.score`` counts the scoring alone, as movers' timings count a loaded
+    encoder (``bert_score.score`` loads the model inside every call)."""
+    from bert_score import BERTScorer
+
+    from movers import Encoder
+
+    backbone = Encoder(model).backbone
+    scorer = BERTScorer(model_type=str(backbone.path), num_layers=layers or backbone.num_layers,
+                        batch_size=batch_size, device=device)
+    scorer.score(["A short warm-up text."], ["Another short warm-up text."])
+    return scorer
 
 
 def floor(texts: Sequence[str], encoder: Encoder | None = None) -> float:

@@ -22,8 +22,9 @@ timed call counts. Peak RSS is the child's (interpreter, torch and encoder inclu
   it, where that default is not the whole text, the same call with ``long_texts="window"`` (``<slug>@whole``);
   ``transport`` is the wall time inside its formula (cost matrices and solvers; pairs solved on threads at once
   count once; :func:`movers.core.progress.tally`), the rest is encoding, histograms and bookkeeping;
-* **bert-score**: ``bert_score.score`` with the same encoder and layer (bert-score 0.3.13 truncates every text
-  to the model's 512 positions, so past 400 words it scores only the start of each text: marked †).
+* **bert-score**: a loaded ``BERTScorer`` (:func:`shared.bench.harness.bertscorer`) with the same encoder and
+  layer (bert-score 0.3.13 truncates every text to the model's 512 positions, so past 400 words it scores only the
+  start of each text: marked †).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ import sys
 import time
 from typing import Any
 
-from .harness import Runner, floor, fresh, model_folder, quiet_offline
+from .harness import Runner, bertscorer, floor, fresh, quiet_offline
 
 __all__ = ["main", "pairs", "ROW_WORDS", "items", "measure", "render", "render_saved"]
 
@@ -103,12 +104,9 @@ def measure(mode: str, length: int, row_words: int, options: dict[str, Any]) -> 
         encoder.embed(list(dict.fromkeys(preds + refs)))
         return {"seconds": time.perf_counter() - start, "transport": 0.0}
     if mode == "bertscore":
-        import bert_score
-
-        path = model_folder()
-        bert_score.score(*short, model_type=path, num_layers=6, batch_size=64)
+        scorer = bertscorer()  # loaded and warmed up once, as movers' encoder is
         start = time.perf_counter()
-        bert_score.score(preds, refs, model_type=path, num_layers=6, batch_size=64)
+        scorer.score(preds, refs)
         return {"seconds": time.perf_counter() - start, "transport": 0.0}
     import movers
     from movers.core.progress import tally

@@ -10,8 +10,9 @@ changes, not the longest text (the encoder's activations grow with the longest b
 ``base x size`` distinct pairs instead, cycling the 4,240 beyond that), read through
 :func:`movers.score_stream` in blocks of ``--block-size`` pairs, with the call-level statistics on
 (per-call IDF for MoverScore and Lazy-EMD, batch centring for TWMD). ``call`` is one plain call on the
-base corpus (``--call-sizes``: also on its multiples, built the same way); ``bert-score`` is
-``bert_score.score`` on the same base pairs with the same encoder (bundled MiniLM, last layer).
+base corpus (``--call-sizes``: also on its multiples, built the same way); ``bert-score`` is a loaded
+``BERTScorer`` (:func:`shared.bench.harness.bertscorer`) on the same base pairs with the same encoder (bundled
+MiniLM, last layer).
 Throughput: pairs per second of one plain call on the base corpus, in 1 process and under torchrun
 with N processes (:func:`movers.distributed_scoring`, gloo, one thread each), timed on rank 0 from a
 barrier after the encoder is loaded to the gathered result.
@@ -25,7 +26,7 @@ import os
 import time
 from typing import Any
 
-from .harness import Runner, fresh, model_folder, quiet_offline
+from .harness import Runner, bertscorer, fresh, quiet_offline
 
 __all__ = ["main", "options", "measure", "Corpus"]
 
@@ -91,10 +92,7 @@ def measure(mode: str, metric: str, n: int, block: int = 0, base: int | None = N
     elif mode == "call":
         getattr(movers, metric)(list(corpus.predictions()), list(corpus.references()), **options(metric))
     elif mode == "bertscore":
-        import bert_score
-
-        bert_score.score(list(corpus.predictions()), list(corpus.references()), model_type=model_folder(),
-                         num_layers=6, batch_size=64, idf=False)
+        bertscorer().score(list(corpus.predictions()), list(corpus.references()))  # loaded, as movers' encoder
     elif mode == "throughput":
         import torch.distributed as dist
 
