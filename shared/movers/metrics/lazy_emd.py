@@ -55,7 +55,7 @@ from ..core.validation import check_number
 from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
 from ..pipeline.token_metric import TokenMetric, input_tokens, pair_sides
 from ..text.centering import SegmentMeans
-from ..text.embedding import Encoder, load_encoder
+from ..text.embedding import Encoder, load_encoder, model_label
 from ..text.guards import check_encoder_inputs
 from ..text.idf import Idf, call_idf_of_texts
 from ..text.token_batch import TokenBatch, TokenTexts
@@ -535,7 +535,7 @@ class LazyEmd(TokenMetric[LazyEmdOptions, LazyEmdContext]):
             ("preset", o.preset),
             ("nrefs", nrefs_label(inputs.references)),
             ("agg", o.reference_aggregation),
-            ("model", encoder.name),
+            ("model", model_label(encoder)),
             ("layer", encoder.layer_label),
             ("center", center),
             ("mass", mass),

@@ -1,7 +1,7 @@
-"""MoverScore (Zhao et al., EMNLP 2019): exact EMD between IDF-weighted contextual token embeddings.
+"""MoverScore (Zhao et al., EMNLP 2019): exact EMD between contextual token embeddings (uniform weights; IDF optional).
 
-For a hypothesis h and a reference r, each kept token (or n-gram) i carries a mass proportional to
-its IDF weight and a unit vector e_i; the distance is the earth mover's distance
+For a hypothesis h and a reference r, each kept token (or n-gram) i carries a mass (uniform by default,
+or proportional to its IDF weight) and a unit vector e_i; the distance is the earth mover's distance
 
     d(h, r) = min_{P >= 0, P1 = m_r, P^T1 = m_h}  sum_ij P_ij C(e_i, e_j)
 
@@ -23,7 +23,7 @@ Weights are uniform by default (``idf=False``); ``idf=True`` computes IDF ``ln((
 separately on the references and on the predictions (the original README's usage); a fitted
 :class:`~movers.text.idf.Idf` table gives fixed weights.
 Distances are computed in float64 as direct differences of unit vectors, so that a text scored
-against itself reaches exactly the maximum; the originals' float32 ``sqrt(2 - 2 cos)`` leaves it ~3e-4 low.
+against itself reaches exactly the maximum; the originals' float32 ``sqrt(2 - 2 cos)`` leaves it up to 8e-4 low.
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
 from ..pipeline.token_metric import TokenMetric, input_tokens, pair_sides
 from ..text.centering import SegmentMeans
-from ..text.embedding import Encoder, load_encoder
+from ..text.embedding import Encoder, load_encoder, model_label
 from ..text.filters import resolve_stopwords
 from ..text.guards import check_encoder_inputs
 from ..text.idf import Idf, call_idf_of_texts
@@ -110,8 +110,8 @@ class MoverScoreOptions(EmbeddingOptions):
                                 low=1, integer=True)
     cost: Cost | None = option(None, "Ground cost between unit vectors; None = the preset's.")
     transform: Transform | None = option(None, "Distance to score; None = the preset's.")
-    idf: IdfSpec = option(False, """False (default): uniform weights (special tokens included, the original's
-        no-idf setting); True: IDF per call, separately on the references and on the predictions (the
+    idf: IdfSpec = option(False, """False (default): uniform weights, special tokens included (the original's
+        example.py); True: IDF per call, separately on the references and on the predictions (the
         original README's usage); a fitted movers.Idf table (both sides) or a pair (references, predictions).""",
                           cli=True)
     remove_subwords: bool = option(True, "Give WordPiece continuation pieces (##) no mass (the original).")
@@ -136,16 +136,13 @@ class MoverScoreContext(Context[MoverScoreOptions]):
 
 # ----------------------------------------------------------------------------------------- formula
 
-def moverscore_costs(prediction: Tensor, reference: Tensor, cost: Cost, prediction_mask: Tensor | None = None,
-                     reference_mask: Tensor | None = None) -> Tensor:
+def moverscore_costs(prediction: Tensor, reference: Tensor, cost: Cost, prediction_mask: Tensor,
+                     reference_mask: Tensor) -> Tensor:
     """Ground costs [B, n, m] between the unit directions of batched points [B, n, d] and [B, m, d] (float64;
-    the masks [B, n], [B, m] mark real points, default all): ``||h_i - r_j||`` ("euclidean"), its square
-    ("sqeuclidean") or ``1 - cos`` = half of it ("cosine"), from :func:`~movers.core.pairs.unit_distances`
-    (identical points at exactly 0, so a text scores the maximum against itself)."""
-    ones = prediction.new_ones(prediction.shape[:2], dtype=torch.bool), \
-        reference.new_ones(reference.shape[:2], dtype=torch.bool)
-    sq = unit_distances(prediction, reference, ones[0] if prediction_mask is None else prediction_mask,
-                        ones[1] if reference_mask is None else reference_mask)
+    the masks [B, n], [B, m] mark real points): ``||h_i - r_j||`` ("euclidean"), its square ("sqeuclidean") or
+    ``1 - cos`` = half of it ("cosine"), from :func:`~movers.core.pairs.unit_distances` (identical points at
+    exactly 0, so a text scores the maximum against itself)."""
+    sq = unit_distances(prediction, reference, prediction_mask, reference_mask)
     return sq.sqrt_() if cost == "euclidean" else sq if cost == "sqeuclidean" else sq.mul_(0.5)
 
 
@@ -400,12 +397,12 @@ class MoverScore(TokenMetric[MoverScoreOptions, MoverScoreContext]):
     slug = "moverscore"
     title = "MoverScore"
     Options = MoverScoreOptions
-    summary = """MoverScore (Zhao et al., EMNLP 2019) is the earth mover's distance between the IDF-weighted
-        contextual token embeddings of a prediction and a reference, turned into a similarity (higher is
-        better). Presets reproduce the three original implementations: "1.0.3" (default: PyPI moverscore
-        1.0.3; 1 - d), "github" (1/(1 + d), in (0, 1]) and "paper" (p-means of the last five layers,
-        n-grams, squared Euclidean cost). The default encoder is the bundled all-MiniLM-L6-v2 (no
-        download); any Hugging Face model id or local folder works."""
+    summary = """MoverScore (Zhao et al., EMNLP 2019) is the earth mover's distance between the contextual
+        token embeddings of a prediction and a reference, turned into a similarity (higher is better). Every
+        token weighs the same by default; idf=True weights them by IDF. Presets reproduce the three original
+        implementations: "1.0.3" (default: PyPI moverscore 1.0.3; 1 - d), "github" (1/(1 + d), in (0, 1])
+        and "paper" (p-means of the last five layers, n-grams, squared Euclidean cost). The default encoder
+        is the bundled all-MiniLM-L6-v2 (no download); any Hugging Face model id or local folder works."""
     citation = """\
 @inproceedings{zhao-etal-2019-moverscore,
     title = "{M}over{S}core: Text Generation Evaluating with Contextualized Embeddings and Earth Mover Distance",
@@ -579,7 +576,7 @@ class MoverScore(TokenMetric[MoverScoreOptions, MoverScoreContext]):
             ("preset", o.preset),
             ("nrefs", nrefs_label(inputs.references)),
             ("agg", o.reference_aggregation),
-            ("model", encoder.name),
+            ("model", model_label(encoder)),
             ("layer", encoder.layer_label),
             ("center", center),
             ("idf", idf_label),

