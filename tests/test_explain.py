@@ -19,7 +19,7 @@ from movers.metrics.lazy_emd import lazy_emd_from_embeddings
 from movers.metrics.moverscore import moverscore_from_embeddings
 from movers.metrics.sms import sms_from_embeddings
 from movers.core.references import ReferenceGroups
-from movers.core.transport import buckets, pad, solve_ragged, unbalanced_sinkhorn_batch
+from movers.core.transport import buckets, unbalanced_sinkhorn_batch
 
 # ------------------------------------------------------------------ a 2x3 problem solved by hand
 # Prediction: x1 = (0, 0), x2 = (10, 0), mass 1/2 each. Reference: y1 = (0, 1), y2 = (0, -2), y3 = (10, 0),
@@ -88,10 +88,7 @@ def test_lazy_emd_formula_with_infinite_strengths_is_the_exact_emd():
 
 # ------------------------------------------------------------------ transport API: ragged batching
 
-def test_pad_and_buckets():
-    out, mask = pad([torch.ones(2, 3), torch.ones(4, 1)])
-    assert out.shape == (2, 4, 3) and mask.tolist() == [[True, True, False, False], [True] * 4]
-    assert float(out[1, :, 1:].abs().sum()) == 0.0 and float(out[0, 2:].abs().sum()) == 0.0
+def test_buckets():
     shapes = [(3, 3), (50, 50), (3, 4), (49, 50), (2, 2)]
     groups = list(buckets(shapes, budget=10_000))
     assert sorted(k for g in groups for k in g) == list(range(5))
@@ -101,18 +98,28 @@ def test_pad_and_buckets():
         assert all(rows * cols <= 2 * shapes[k][0] * shapes[k][1] + 256 for k in g)
 
 
-def test_solve_ragged_equals_one_problem_at_a_time():
+def test_ragged_pairs_solved_together_equal_one_pair_at_a_time():
+    """Lazy-EMD pads pairs of other sizes into one bucket: each pair's plan, iterations and distance are those of
+    the pair solved alone (its own unbalanced problem, no padding)."""
+    from movers.core.histogram import Histogram
+    from movers.metrics.lazy_emd import lazy_emd_from_embeddings
+
     rng = np.random.default_rng(0)
     sizes = [(3, 5), (7, 2), (4, 4), (9, 8)]
-    costs = [torch.from_numpy(rng.random(s)) for s in sizes]
-    a = [torch.full((n,), 1 / n, dtype=torch.float64) for n, _ in sizes]
-    b = [torch.full((m,), 1 / m, dtype=torch.float64) for _, m in sizes]
-    together = solve_ragged(unbalanced_sinkhorn_batch, a, b, costs, budget=64, reg=0.05, reg_a=1.0, reg_b=1.0)
-    for k in range(len(sizes)):
-        alone = unbalanced_sinkhorn_batch(a[k][None], b[k][None], costs[k][None], reg=0.05, reg_a=1.0, reg_b=1.0)
-        assert together[k].plan.shape == sizes[k]
-        torch.testing.assert_close(together[k].plan, alone.plan[0], atol=1e-12, rtol=0)
-        assert together[k].iterations == int(alone.iterations[0]) and together[k].converged
+
+    def side(n):
+        return Histogram([str(i) for i in range(n)], np.full(n, 1 / n), torch.from_numpy(rng.normal(size=(n, 6))))
+
+    pairs = [(side(n), side(m)) for n, m in sizes]
+    together = lazy_emd_from_embeddings(pairs, reg=0.05, reg_candidate=1.0, reg_reference=1.0, mask=None,
+                                        return_plans=True)
+    for (h, r), pair in zip(pairs, together, strict=True):
+        alone, = lazy_emd_from_embeddings([(h, r)], reg=0.05, reg_candidate=1.0, reg_reference=1.0, mask=None,
+                                          return_plans=True)
+        assert pair.plan.shape == (len(h), len(r))
+        np.testing.assert_allclose(pair.plan, alone.plan, atol=1e-12, rtol=0)
+        assert pair.values["iterations"] == alone.values["iterations"] and pair.values["converged"]
+        assert pair.distance == pytest.approx(alone.distance, abs=1e-12)
 
 
 def test_unbalanced_solver_returns_numpy_for_numpy():

@@ -57,7 +57,7 @@ from ..pipeline.token_metric import TokenMetric, input_tokens, pair_sides
 from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder, load_encoder, model_label
 from ..text.guards import check_encoder_inputs
-from ..text.idf import Idf, call_idf_of_texts
+from ..text.idf import Idf, call_idf
 from ..text.token_batch import TokenBatch, TokenTexts
 from ..text.tokens import PackedIds
 from . import examples
@@ -456,7 +456,7 @@ class LazyEmd(TokenMetric[LazyEmdOptions, LazyEmdContext]):
         if idf is False:
             return None, "uniform"
         if idf is True:
-            table = call_idf_of_texts(encoder, references.flat)  # the whole call
+            table = call_idf(encoder, references.flat)  # the whole call
             if table.n_docs == 1:
                 warnings.warn("lazy_emd: idf=True computes IDF from the references of this call; with a single "
                               "reference every token gets weight 0 (uniform masses are used instead). Pass "

@@ -55,7 +55,7 @@ from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder, load_encoder, model_label
 from ..text.filters import resolve_stopwords
 from ..text.guards import check_encoder_inputs
-from ..text.idf import Idf, call_idf_of_texts
+from ..text.idf import Idf, call_idf
 from ..text.token_batch import TokenBatch, TokenTexts
 from ..text.tokens import PackedIds
 from . import examples
@@ -515,7 +515,7 @@ class MoverScore(TokenMetric[MoverScoreOptions, MoverScoreContext]):
         if idf is False:
             return None, None, "none"
         if idf is True:
-            tables = (call_idf_of_texts(encoder, references.flat), call_idf_of_texts(encoder, predictions))
+            tables = (call_idf(encoder, references.flat), call_idf(encoder, predictions))
             if min(t.n_docs for t in tables) == 1:
                 warnings.warn("moverscore: idf=True computes IDF from the texts of this call; with a single text "
                               "every token gets weight 0. Pass idf=False or a fitted movers.Idf table.",

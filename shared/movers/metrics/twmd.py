@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..core import progress
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment, Histogram
 from ..core.options import option
@@ -146,6 +147,18 @@ def twmd_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray, refer
     exactly 1. A pair with an empty side is not solved (``empty``, ``values["empty"]`` names the side). Pairs are
     grouped by size into buckets, solved on the vectors' device and copied to the host once per call.
     """
+    with progress.transport():
+        out = _twmd_pairs(vectors, points, prediction, reference, key, temperature=temperature, variant=variant,
+                          iterations=iterations, relaxed=relaxed, means=means, side_mean=side_mean,
+                          return_plans=return_plans)
+    progress.pairs_done(len(out))
+    return out
+
+
+def _twmd_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray, reference: np.ndarray, key: np.ndarray,
+                *, temperature: float, variant: Literal["twmd", "trwmd"], iterations: int,
+                relaxed: Literal["expectation", "logsumexp"], means: SegmentMeans | None,
+                side_mean: np.ndarray | None, return_plans: bool) -> list[Alignment]:
     n_h, n_r = points.count[prediction], points.count[reference]
     out = [_empty_pair(int(a), int(b)) for a, b in zip(n_h.tolist(), n_r.tolist(), strict=True)]
     solvable = np.flatnonzero((n_h > 0) & (n_r > 0))

@@ -55,7 +55,7 @@ from ..text.centering import (
     segment_means,
     text_sums,
 )
-from ..text.embedding import DEFAULT_LONG_TEXTS, Encoder, LongTexts
+from ..text.embedding import DEFAULT_LONG_TEXTS, Carry, Encoder, LongTexts, carrying
 from ..text.embedding_cache import EmbeddingCache, resolve_cache, using_cache
 from .call import empty_predictions_option, unicode_option
 from .passes import run_length
@@ -346,7 +346,11 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
         explained: list[Explanation] = []
         threads = transport_threads(o.transport_threads) if self.parallel_pairs else 1
         ahead = read_ahead(ctx.encoder) and len(chunks) > 1
-        with solver(threads) as pool, ThreadPoolExecutor(1) if ahead else contextlib.nullcontext() as loader:
+        # a text that several chunks hold (a reference of many systems) is embedded once, kept until its last chunk
+        carry = Carry([preds[c.start:c.stop] + [r for group in refs[c.start:c.stop] for r in group]
+                       for c in chunks]) if len(chunks) > 1 and first is None else None
+        with solver(threads) as pool, ThreadPoolExecutor(1) if ahead else contextlib.nullcontext() as loader, \
+                carrying(carry):
             pending: Future[Chunk] | None = None
             for index, chunk_range in enumerate(chunks):
                 if first is not None:
@@ -369,6 +373,8 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
                 pairs += aligned
                 explained += explanations
                 del chunk, means  # before the next chunk is embedded
+                if carry is not None:
+                    carry.done(index)
         pairs, explained = scope.gather(pairs), scope.gather(explained)
         self.report(ctx, groups, pairs)
         segments = self.segments(ctx, groups, pairs, explained)

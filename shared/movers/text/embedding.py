@@ -43,7 +43,7 @@ from .tokens import PackedIds, Vocabulary, content_ids
 
 __all__ = ["DEFAULT_MODEL", "Encoder", "TokenBatch", "TokenEmbeddings", "EmbeddedText", "load_encoder",
            "clear_encoder_cache", "load_backbone", "model_fingerprint", "resolve_device", "LayerSpec", "FORWARD_LABEL",
-           "model_label"]
+           "model_label", "Carry", "carrying"]
 
 logger = logging.getLogger("movers")
 
@@ -543,16 +543,20 @@ class Encoder:
 
         Inside :func:`shared_embeddings` texts this encoder has already embedded are not run again; inside
         :func:`using_cache` texts found in the embedding cache are read from it (the model is not even
-        loaded when every text is there) and the others are stored in it.
+        loaded when every text is there) and the others are stored in it; inside :func:`carrying` the texts a
+        later chunk of the same call reads are kept for it.
         """
         if batch_size < 1:
             raise ValueError(f"Encoder: `batch_size` must be >= 1, got {batch_size}.")
         unique = list(dict.fromkeys(texts))
-        memos, cache = _MEMOS.get(), current_cache()
-        if memos is None and cache is None:
+        memos, cache, carry = _MEMOS.get(), current_cache(), _CARRY.get()
+        if memos is None and cache is None and carry is None:
             packed, vectors, order = self._run(unique, batch_size=batch_size, verbose=verbose)
             index = {unique[t]: u for u, t in enumerate(order.tolist())}
             return self._batch(vectors, packed, [index[t] for t in texts])
+        if memos is None and cache is None:
+            assert carry is not None
+            return self._carried(texts, unique, carry, batch_size=batch_size, verbose=verbose)
         memo: dict[str, Row] = {} if memos is None else memos.setdefault(id(self), (self, {}))[1]
         missing = [t for t in unique if t not in memo]
         spaces: dict[str, list[str]] = {}
@@ -583,6 +587,35 @@ class Encoder:
                                                                          vocabulary.special[ids].tolist()))
             parts.append(vectors)
             packed = new if not found else PackedIds.of([memo[t][0] for t in found + missing])
+        index = {text: u for u, text in enumerate(found + missing)}
+        return self._batch(parts[0] if len(parts) == 1 else torch.cat(parts), packed, [index[t] for t in texts])
+
+    def _carried(self, texts: Sequence[str], unique: list[str], carry: Carry, *, batch_size: int, verbose: bool
+                 ) -> TokenBatch:
+        """:meth:`encode` inside :func:`carrying`: the texts an earlier chunk kept are read back (one copy to the
+        device), the others run, and those a later chunk reads are kept (one copy of their rows to the host)."""
+        found = [t for t in unique if t in carry.rows]
+        missing = [t for t in unique if t not in carry.rows]
+        parts: list[Tensor] = []
+        ids = [carry.rows[t][0] for t in found]
+        if found:
+            parts.append(host_tensor(np.concatenate([carry.rows[t][1] for t in found]), self.device))
+        if missing:
+            new, vectors, order = self._run(missing, batch_size=batch_size, verbose=verbose)
+            missing = [missing[t] for t in order.tolist()]
+            keep = [k for k, text in enumerate(missing) if carry.wanted(text)]
+            if keep:  # their token rows gathered on the device, one copy to the host
+                off = new.offsets
+                kept = vectors.index_select(0, host_tensor(ranges(off[keep], off[np.add(keep, 1)] - off[keep]),
+                                                           vectors.device)).cpu().numpy()
+                start = 0
+                for k in keep:
+                    n = int(off[k + 1] - off[k])
+                    carry.rows[missing[k]] = (new.row(k).copy(), kept[start:start + n])
+                    start += n
+            parts.append(vectors)
+            ids += [new.row(k) for k in range(len(missing))]
+        packed = new if missing and not found else PackedIds.of(ids)
         index = {text: u for u, text in enumerate(found + missing)}
         return self._batch(parts[0] if len(parts) == 1 else torch.cat(parts), packed, [index[t] for t in texts])
 
@@ -820,6 +853,50 @@ def shared_embeddings() -> Iterator[None]:
         yield
     finally:
         _MEMOS.reset(token)
+
+
+class Carry:
+    """The texts of one call that more than one of its chunks embeds: each kept (ids and float32 vectors, on the
+    host) from the chunk that embeds it first until the last chunk that reads it, so that a call chunked for
+    bounded memory still embeds each distinct text once, holding only these in between."""
+
+    def __init__(self, chunks: Sequence[Sequence[str]]) -> None:
+        first: dict[str, int] = {}
+        last: dict[str, int] = {}
+        for c, texts in enumerate(chunks):
+            for text in texts:
+                first.setdefault(text, c)
+                last[text] = c
+        self._last = {text: c for text, c in last.items() if c > first[text]}
+        self.rows: dict[str, Row] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._last)
+
+    def wanted(self, text: str) -> bool:
+        """Whether a later chunk reads `text` (and it is not kept yet)."""
+        return text in self._last and text not in self.rows
+
+    def done(self, chunk: int) -> None:
+        """Chunk `chunk` is scored: forget the texts no later chunk reads (the next chunk, read ahead on another
+        thread, may be adding texts meanwhile: a snapshot of the keys is walked)."""
+        for text in list(self.rows):
+            if self._last[text] <= chunk:
+                self.rows.pop(text, None)
+
+
+_CARRY: contextvars.ContextVar[Carry | None] = contextvars.ContextVar("movers_carry", default=None)
+
+
+@contextlib.contextmanager
+def carrying(carry: Carry | None) -> Iterator[Carry | None]:
+    """Within the block every encoder keeps the texts `carry` names for the later chunks of the call (None, or
+    a carry with nothing to keep: no effect)."""
+    token = _CARRY.set(carry if carry else None)
+    try:
+        yield carry
+    finally:
+        _CARRY.reset(token)
 
 
 def power_means(layers: Sequence[Tensor]) -> Tensor:

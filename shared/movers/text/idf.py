@@ -21,8 +21,7 @@ import numpy as np
 
 from .tokens import PackedIds
 
-__all__ = ["Idf", "idf_from_ids", "idf_from_counts", "document_frequencies", "packed_frequencies", "call_idf",
-           "call_idf_of_texts"]
+__all__ = ["Idf", "idf_from_ids", "idf_from_counts", "document_frequencies", "packed_frequencies", "call_idf"]
 
 
 @dataclass(frozen=True)
@@ -117,27 +116,18 @@ def packed_frequencies(packed: PackedIds) -> tuple[Counter[int], int]:
     return Counter(dict(zip(ids.tolist(), counts.tolist(), strict=True))), len(packed)
 
 
-def call_idf(docs: Iterable[Sequence[int]], *, tokenizer: str = "") -> Idf:
-    """Per-call IDF: document frequencies of this process's `docs` summed over the active scope (all ranks
-    of :func:`~movers.distributed.distributed_scoring`, or a whole stream), so that every part of a call
-    weights tokens as one process scoring the whole call would."""
-    return _scoped(*document_frequencies(docs), tokenizer=tokenizer)
+def call_idf(encoder: Any, texts: Sequence[str]) -> Idf:
+    """Per-call IDF of `texts` as `encoder` reads them (its ids, special tokens included, ``long_texts`` applied;
+    tokenised some thousands at a time and counted with array operations): document frequencies of this
+    process's texts summed over the active scope (all ranks of :func:`~movers.distributed.distributed_scoring`,
+    or a whole stream), so that every part of a call weights tokens as one process scoring the whole call would."""
+    from ..core.scope import current_scope
 
-
-def call_idf_of_texts(encoder: Any, texts: Sequence[str]) -> Idf:
-    """:func:`call_idf` of `texts` as `encoder` reads them (its ids, special tokens included, ``long_texts``
-    applied), tokenised some thousands at a time and counted with array operations."""
     df: Counter[int] = Counter()
     n = 0
     for _, packed in encoder.iter_packed_ids(texts):
         part, k = packed_frequencies(packed)
         df.update(part)
         n += k
-    return _scoped(df, n, tokenizer=encoder.name)
-
-
-def _scoped(df: Counter[int], n: int, *, tokenizer: str) -> Idf:
-    from ..core.scope import current_scope
-
     scope = current_scope()
-    return idf_from_counts(scope.total(df), scope.total(n), tokenizer=tokenizer)
+    return idf_from_counts(scope.total(df), scope.total(n), tokenizer=encoder.name)

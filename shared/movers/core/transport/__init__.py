@@ -5,8 +5,8 @@
 * :func:`unbalanced_sinkhorn_batch` (``unbalanced``): entropic OT with two KL-relaxed marginals, log
   domain, batched ``[B, n, m]``; Lazy-EMD.
 * :func:`tempered_sides` (``tempered``): tempered Sinkhorn and relaxed soft alignments; TWMD/TRWMD.
-* :func:`pad`, :func:`buckets`, :func:`solve_ragged` (``ragged``): ragged problems padded and masked
-  into size buckets of bounded memory.
+* :func:`buckets`, :func:`shape_classes` (``ragged``): ragged problems grouped into padded batches of bounded
+  memory (size buckets; size classes, whose padding does not depend on the company).
 * :class:`Transport` (``common``): the result every solver returns (cost, plan, masses).
 
 The solvers follow POT's backend convention (``ot.backend.get_backend``): numpy arrays in give numpy
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from .common import Transport
 from .exact import emd, network_simplex, partial_emd, simplex
-from .ragged import buckets, pad, padded_size, shape_classes, solve_ragged
+from .ragged import buckets, padded_size, shape_classes
 from .tempered import smoothed_max_sides, tempered_plans, tempered_sides, tempered_values
 from .unbalanced import OVERRELAXATION, unbalanced_sinkhorn_batch
 
 __all__ = ["Transport", "emd", "network_simplex", "simplex", "partial_emd", "unbalanced_sinkhorn_batch",
-           "tempered_plans", "tempered_sides", "tempered_values", "smoothed_max_sides", "pad", "buckets",
-           "shape_classes", "padded_size", "solve_ragged", "OVERRELAXATION"]
+           "tempered_plans", "tempered_sides", "tempered_values", "smoothed_max_sides", "buckets",
+           "shape_classes", "padded_size", "OVERRELAXATION"]
