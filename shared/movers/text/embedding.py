@@ -707,7 +707,8 @@ class Encoder:
         ran = torch.empty((int(seq_offsets[-1]), self.vector_size), dtype=torch.float32, device=bb.device)
         self._forward([seqs[i] for i in run], seq_offsets, ran, batch_size=batch_size, verbose=verbose)
         order = np.argsort(place[np.asarray(first, dtype=np.int64)], kind="stable")
-        read = [np.concatenate([prefix, content[t][:windows[t][-1][1]], suffix]) for t in order.tolist()]
+        read = [seqs[first[t]] if len(windows[t]) == 1 else  # one window: the ids as read are its sequence
+                np.concatenate([prefix, content[t][:windows[t][-1][1]], suffix]) for t in order.tolist()]
         packed = PackedIds.of(read)
         if len(seqs) == len(texts) and all(len(w) == 1 for w in windows):  # each text its own sequence, in order
             return packed, ran, order
