@@ -22,8 +22,9 @@ WordPiece continuation pieces (``##``), single ASCII punctuation tokens and stop
 Weights are uniform by default (``idf=False``); ``idf=True`` computes IDF ``ln((N+1)/(df+1))`` per call
 separately on the references and on the predictions (the original README's usage); a fitted
 :class:`~movers.text.idf.Idf` table gives fixed weights.
-Distances are computed in float64 as direct differences of unit vectors, so that a text scored
-against itself reaches exactly the maximum; the originals' float32 ``sqrt(2 - 2 cos)`` leaves it up to 8e-4 low.
+Distances are computed in float64, from one batched product of each size class and, below 1e-4, as direct
+differences of unit vectors, so that a text scored against itself reaches exactly the maximum; the originals'
+float32 ``sqrt(2 - 2 cos)`` leaves it up to 8e-4 low.
 """
 from __future__ import annotations
 
