@@ -26,9 +26,8 @@ class Histogram:
     mass: Any
     points: Any
     origin: Any = None
-    """A point every point is measured from (a centring mean, float64 [d]), or None. Set when the
-    formula converts points a batch at a time (TWMD: float32 views of the encoder output until then);
-    :meth:`vectors` applies it."""
+    """A point every point is measured from (a centring mean, float64 [d]), or None; :meth:`vectors` applies
+    it (the formula functions read the points through it)."""
 
     def __len__(self) -> int:
         return len(self.labels)

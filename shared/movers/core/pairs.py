@@ -3,10 +3,12 @@
 A metric compares two *sides*, each a set of points with masses (a text's kept tokens, its n-grams, its
 sentences). :class:`PointSets` holds the sides of many texts as index arrays on the host into one packed tensor of
 vectors on the device; a metric's (prediction side, reference side) pairs are grouped by size into buckets
-(:func:`~movers.core.transport.buckets`), and :func:`gather` builds one bucket's padded ``[B, width, d]`` float64
-points on the device: one gather, the centring means subtracted, rows scaled to unit length. A bucket's host
-arrays reach the device in one copy (:func:`stage`), and its results come back in one, so the work per chunk of
-texts is a few operations per bucket, whatever the number of texts.
+(:func:`~movers.core.transport.buckets`, :func:`~movers.core.transport.shape_classes`), and :func:`pairwise` builds
+one bucket's [B, n, m] matrix on the device: each side gathered as padded float64 points (:func:`gather`: one
+index, the centring means subtracted), then their cosines (:func:`cosines`: one batched product over the norms) or
+unit distances (:func:`unit_distances`). A bucket's host arrays reach the device in one copy (:func:`stage`), and
+its results come back in one, so the work per chunk of texts is a few operations per bucket, whatever the number
+of texts.
 """
 from __future__ import annotations
 
