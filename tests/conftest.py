@@ -105,6 +105,24 @@ def torch_threads(request, monkeypatch):
         torch.set_num_threads(before)
 
 
+@pytest.fixture()
+def embedded(monkeypatch) -> list[str]:
+    """The texts the encoder runs through its model from here on (no MOVERS_CACHE folder, so only an object's own
+    cache counts)."""
+    from movers.text.embedding import Encoder
+
+    monkeypatch.delenv("MOVERS_CACHE", raising=False)
+    texts: list[str] = []
+    original = Encoder._run
+
+    def counting(self, batch, **kwargs):
+        texts.extend(batch)
+        return original(self, batch, **kwargs)
+
+    monkeypatch.setattr(Encoder, "_run", counting)
+    return texts
+
+
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory):
     """A movers wheel built from this checkout (the tests may run against an installed, non-editable movers, as in

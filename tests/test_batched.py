@@ -169,25 +169,17 @@ def test_a_half_precision_encoder_is_named_in_the_signature():
 
 
 @pytest.mark.parametrize("slug", METRICS)
-def test_a_call_in_chunks_embeds_each_distinct_text_once(slug, monkeypatch):
+def test_a_call_in_chunks_embeds_each_distinct_text_once(slug, monkeypatch, embedded):
     """A reference shared by segments of several chunks (many systems' outputs against one reference) runs through
     the model once: kept from its first chunk to its last; the scores equal one chunk's to float32 rounding."""
     import movers.pipeline.embedding as pipeline
-    from movers.text.embedding import Encoder
 
     preds, refs = _pairs(24)
     refs = [refs[i % 5] for i in range(24)]  # five references, each in every chunk of 4 segments
     options = {"centering": "none"} if slug == "twmd" else {}  # batch centring would keep 32 segments together
     whole = getattr(movers, slug)(preds, refs, **options)
-    ran: list[str] = []
-    original = Encoder._run
-
-    def counting(self, texts, **kwargs):
-        ran.extend(texts)
-        return original(self, texts, **kwargs)
-
-    monkeypatch.setattr(Encoder, "_run", counting)
+    embedded.clear()
     monkeypatch.setattr(pipeline, "CHUNK", 4)
     chunked = getattr(movers, slug)(preds, refs, **options)
-    assert sorted(ran) == sorted(set(preds + refs))
+    assert sorted(embedded) == sorted(set(preds + refs))
     np.testing.assert_allclose(chunked.scores, whole.scores, atol=movers.REGROUPING_ATOL, rtol=0)

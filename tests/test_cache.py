@@ -173,21 +173,6 @@ def test_the_cache_obeys_its_size_bound(tmp_path):
     assert memory.info().bytes <= memory.max_bytes and 0 < memory.info().entries < len(texts)
 
 
-@pytest.fixture()
-def embedded(monkeypatch) -> list[str]:
-    """The texts the encoder embeds from here on (no MOVERS_CACHE folder, so only an object's own cache counts)."""
-    monkeypatch.delenv("MOVERS_CACHE", raising=False)
-    texts: list[str] = []
-    original = Encoder._run
-
-    def counting(self, batch, **kwargs):
-        texts.extend(batch)
-        return original(self, batch, **kwargs)
-
-    monkeypatch.setattr(Encoder, "_run", counting)
-    return texts
-
-
 @pytest.mark.invariance
 def test_an_evaluate_module_embeds_repeated_references_once(embedded):
     module = movers.load("moverscore")
