@@ -554,30 +554,30 @@ class Encoder:
             packed, vectors, order = self._run(unique, batch_size=batch_size, verbose=verbose)
             index = {unique[t]: u for u, t in enumerate(order.tolist())}
             return self._batch(vectors, packed, [index[t] for t in texts])
-        if memos is None and cache is None:
+        # texts read from (and kept in) a store: the shared memo, the cache's rows, or the call's carry
+        if memos is not None or cache is not None:
+            store: dict[str, Row] = {} if memos is None else memos.setdefault(id(self), (self, {}))[1]
+            wanted = None  # every new text is kept
+        else:
             assert carry is not None
-            return self._carried(texts, unique, carry, batch_size=batch_size, verbose=verbose)
-        memo: dict[str, Row] = {} if memos is None else memos.setdefault(id(self), (self, {}))[1]
-        missing = [t for t in unique if t not in memo]
+            store, wanted = carry.rows, carry.wanted
+        missing = [t for t in unique if t not in store]
         spaces: dict[str, list[str]] = {}
         if missing and cache is not None:
             spaces = self._namespaces(missing)
             for namespace, group in spaces.items():
-                memo.update(cache.get(namespace, group))
-            missing = [t for t in missing if t not in memo]
-        found = [t for t in unique if t in memo]
+                store.update(cache.get(namespace, group))
+            missing = [t for t in missing if t not in store]
+        found = [t for t in unique if t in store]
         parts: list[Tensor] = []
+        ids = [store[t][0] for t in found]
         if found:  # one host tensor, one copy to the device
-            rows = [memo[t] for t in found]
-            parts.append(host_tensor(np.concatenate([r[1] for r in rows]), self.device))
-            packed = PackedIds.of([r[0] for r in rows])
+            parts.append(host_tensor(np.concatenate([store[t][1] for t in found]), self.device))
         if missing:
             new, vectors, order = self._run(missing, batch_size=batch_size, verbose=verbose)
             missing = [missing[t] for t in order.tolist()]
-            host = vectors.cpu().numpy()  # one copy per call, for the memo and the cache
-            off = new.offsets
-            stored = {text: (new.row(k).copy(), host[off[k]:off[k + 1]].copy()) for k, text in enumerate(missing)}
-            memo.update(stored)
+            stored = _host_rows(new, vectors, missing, wanted)
+            store.update(stored)
             if cache is not None:
                 vocabulary = self.vocabulary
                 for namespace, group in spaces.items():
@@ -585,34 +585,6 @@ class Encoder:
                     if part:
                         cache.put(namespace, part, describe=lambda ids: (vocabulary.tokens(ids),
                                                                          vocabulary.special[ids].tolist()))
-            parts.append(vectors)
-            packed = new if not found else PackedIds.of([memo[t][0] for t in found + missing])
-        index = {text: u for u, text in enumerate(found + missing)}
-        return self._batch(parts[0] if len(parts) == 1 else torch.cat(parts), packed, [index[t] for t in texts])
-
-    def _carried(self, texts: Sequence[str], unique: list[str], carry: Carry, *, batch_size: int, verbose: bool
-                 ) -> TokenBatch:
-        """:meth:`encode` inside :func:`carrying`: the texts an earlier chunk kept are read back (one copy to the
-        device), the others run, and those a later chunk reads are kept (one copy of their rows to the host)."""
-        found = [t for t in unique if t in carry.rows]
-        missing = [t for t in unique if t not in carry.rows]
-        parts: list[Tensor] = []
-        ids = [carry.rows[t][0] for t in found]
-        if found:
-            parts.append(host_tensor(np.concatenate([carry.rows[t][1] for t in found]), self.device))
-        if missing:
-            new, vectors, order = self._run(missing, batch_size=batch_size, verbose=verbose)
-            missing = [missing[t] for t in order.tolist()]
-            keep = [k for k, text in enumerate(missing) if carry.wanted(text)]
-            if keep:  # their token rows gathered on the device, one copy to the host
-                off = new.offsets
-                kept = vectors.index_select(0, host_tensor(ranges(off[keep], off[np.add(keep, 1)] - off[keep]),
-                                                           vectors.device)).cpu().numpy()
-                start = 0
-                for k in keep:
-                    n = int(off[k + 1] - off[k])
-                    carry.rows[missing[k]] = (new.row(k).copy(), kept[start:start + n])
-                    start += n
             parts.append(vectors)
             ids += [new.row(k) for k in range(len(missing))]
         packed = new if missing and not found else PackedIds.of(ids)
@@ -854,6 +826,23 @@ def shared_embeddings() -> Iterator[None]:
         yield
     finally:
         _MEMOS.reset(token)
+
+
+def _host_rows(packed: PackedIds, vectors: Tensor, texts: list[str], wanted: Any) -> dict[str, Row]:
+    """The rows of `texts` (packed text k is ``texts[k]``) that `wanted` keeps (None: all), on the host in one copy:
+    the whole tensor, or only the kept texts' token rows, gathered on the device first."""
+    off = packed.offsets
+    keep = list(range(len(texts))) if wanted is None else [k for k, t in enumerate(texts) if wanted(t)]
+    if not keep:
+        return {}
+    if len(keep) == len(texts):
+        host, starts = vectors.cpu().numpy(), off[:-1]
+    else:
+        lengths = off[np.add(keep, 1)] - off[keep]
+        host = vectors.index_select(0, host_tensor(ranges(off[keep], lengths), vectors.device)).cpu().numpy()
+        starts = np.zeros(len(texts), dtype=np.int64)
+        starts[keep] = np.cumsum(lengths) - lengths
+    return {texts[k]: (packed.row(k).copy(), host[starts[k]:starts[k] + off[k + 1] - off[k]].copy()) for k in keep}
 
 
 class Carry:
