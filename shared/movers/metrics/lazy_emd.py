@@ -53,7 +53,7 @@ from ..core.spec import Inputs, LongTextStudy, Output
 from ..core.transport import buckets, network_simplex, unbalanced_sinkhorn_batch
 from ..core.validation import check_number
 from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
-from ..pipeline.token_metric import TokenMetric, input_tokens, pair_sides
+from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_means
 from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder, load_encoder, model_label
 from ..text.guards import check_encoder_inputs
@@ -477,7 +477,7 @@ class LazyEmd(TokenMetric[LazyEmdOptions, LazyEmdContext]):
         tokens, side = input_tokens(batch)
         points = PointSets.of_tokens(tokens, side, len(batch), lazy_emd_mass_array(batch, stats[0])[tokens])
         prediction, reference = pair_sides(chunk)
-        side_mean = None if means is None else np.concatenate([means.prediction, means.reference[prediction]])
+        side_mean = side_means(means, prediction)
         plans = self.wants_plans(o)
         aligned = lazy_emd_pairs(batch.vectors, points, prediction, reference, reg=o.reg,
                                  reg_candidate=o.reg_candidate, reg_reference=o.reg_reference, mask=ctx.threshold,
@@ -485,13 +485,8 @@ class LazyEmd(TokenMetric[LazyEmdOptions, LazyEmdContext]):
                                  return_plans=plans, pool=pool)
         if not plans:
             return aligned, []
-        labels = [batch.tokens(int(u)) for u in batch.rows]
-        return aligned, [Explanation(
-            metric=ctx.name, prediction_labels=labels[int(prediction[k])], reference_labels=labels[int(reference[k])],
-            prediction_mass=points.side_mass(int(prediction[k])).copy(),
-            reference_mass=points.side_mass(int(reference[k])).copy(), cost=np.asarray(a.cost, dtype=np.float64),
-            plan=np.asarray(a.plan, dtype=np.float64), score=float(a.score), distance=a.distance,
-            cost_label=self.cost_label(ctx)) for k, a in enumerate(aligned)]
+        return aligned, explanations(ctx.name, aligned, points, lambda s: batch.tokens(int(batch.rows[s])),
+                                     prediction, reference, self.cost_label(ctx))
 
     def cost_label(self, ctx: LazyEmdContext) -> str:
         return "1 - cos"

@@ -51,7 +51,7 @@ from ..core.spec import Example, Inputs, LongTextStudy, Output
 from ..core.transport import network_simplex, padded_size, partial_emd, shape_classes, simplex
 from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
-from ..pipeline.token_metric import TokenMetric, input_tokens, pair_sides
+from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides
 from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder, load_encoder, model_label
 from ..text.filters import resolve_stopwords
@@ -550,13 +550,8 @@ class MoverScore(TokenMetric[MoverScoreOptions, MoverScoreContext]):
                                    return_plans=o.return_plans, pool=pool)
         if not self.wants_plans(o):
             return aligned, []
-        return aligned, [Explanation(
-            metric=ctx.name, prediction_labels=_labels(batch, points, member, int(prediction[k])),
-            reference_labels=_labels(batch, points, member, int(reference[k])),
-            prediction_mass=points.side_mass(int(prediction[k])).copy(),
-            reference_mass=points.side_mass(int(reference[k])).copy(), cost=np.asarray(a.cost, dtype=np.float64),
-            plan=np.asarray(a.plan, dtype=np.float64), score=float(a.score), distance=a.distance,
-            cost_label=self.cost_label(ctx)) for k, a in enumerate(aligned)]
+        return aligned, explanations(ctx.name, aligned, points, lambda s: _labels(batch, points, member, s),
+                                     prediction, reference, self.cost_label(ctx))
 
     def cost_label(self, ctx: MoverScoreContext) -> str:
         return str(ctx.options.cost)

@@ -44,7 +44,7 @@ from ..core.transport import buckets, tempered_values
 from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
 from ..pipeline.fitting import fit_centering
-from ..pipeline.token_metric import TokenMetric, input_tokens, pair_sides
+from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_means
 from ..text.centering import Centering, CenteringSpec, SegmentMeans
 from ..text.embedding import Encoder, load_encoder, model_label
 from ..text.guards import check_encoder_inputs
@@ -408,7 +408,7 @@ class Twmd(TokenMetric[TwmdOptions, Context[TwmdOptions]]):
         count = np.bincount(side[kept], minlength=len(batch))
         points = PointSets.of_tokens(tokens[kept], side[kept], len(batch), 1.0 / np.maximum(count, 1)[side[kept]])
         prediction, reference = pair_sides(chunk)
-        side_mean = None if means is None else np.concatenate([means.prediction, means.reference[prediction]])
+        side_mean = side_means(means, prediction)
         rows = np.max(side_mean) + 1 if side_mean is not None else 1
         key = batch.rows * rows + (0 if side_mean is None else side_mean)
         aligned = twmd_pairs(batch.vectors, points, prediction, reference, key, temperature=o.temperature,
@@ -416,19 +416,9 @@ class Twmd(TokenMetric[TwmdOptions, Context[TwmdOptions]]):
                              side_mean=side_mean, return_plans=o.return_plans)
         if not o.return_plans:
             return aligned, []
-        labels = [batch.token_strings(points.index[points.start[s]:points.start[s] + points.count[s], 0])
-                  for s in range(len(batch))]
-        return aligned, [Explanation(
-            metric=ctx.name, prediction_labels=labels[int(prediction[k])], reference_labels=labels[int(reference[k])],
-            prediction_mass=points.side_mass(int(prediction[k])).copy(),
-            reference_mass=points.side_mass(int(reference[k])).copy(),
-            cost=np.asarray(a.cost if a.cost is not None else np.zeros((len(labels[int(prediction[k])]),
-                                                                         len(labels[int(reference[k])]))),
-                            dtype=np.float64),
-            plan=np.asarray(a.plan if a.plan is not None else np.zeros((len(labels[int(prediction[k])]),
-                                                                         len(labels[int(reference[k])]))),
-                            dtype=np.float64),
-            score=float(a.score), distance=a.distance, cost_label=self.cost_label(ctx)) for k, a in enumerate(aligned)]
+        return aligned, explanations(ctx.name, aligned, points, lambda s: batch.token_strings(
+            points.index[points.start[s]:points.start[s] + points.count[s], 0]), prediction, reference,
+            self.cost_label(ctx))
 
     def cost_label(self, ctx: Context[TwmdOptions]) -> str:
         centred = not (isinstance(ctx.options.centering, str) and ctx.options.centering == "none")

@@ -11,18 +11,22 @@ text: the work per chunk is a few array operations, plus a few per bucket of pai
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
 
+from ..core.explanation import Explanation
+from ..core.histogram import Alignment
 from ..core.packed import ranges
-from ..core.pairs import stage
+from ..core.pairs import PointSets, stage
+from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder
 from ..text.token_batch import TokenBatch
 from .embedding import Chunk, Context, EmbeddingMetric, EmbeddingOptions
 
-__all__ = ["TokenMetric", "input_tokens", "pair_sides"]
+__all__ = ["TokenMetric", "input_tokens", "pair_sides", "side_means", "explanations"]
 
 OptionsT = TypeVar("OptionsT", bound=EmbeddingOptions)
 C = TypeVar("C", bound=Context)
@@ -42,6 +46,29 @@ def pair_sides(chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
     """(prediction text, reference text) of each of the chunk's pairs, as positions in its input texts."""
     owner = np.asarray(chunk.group.owner, dtype=np.int64)
     return owner, chunk.n + np.arange(len(owner), dtype=np.int64)
+
+
+def side_means(means: SegmentMeans | None, prediction: np.ndarray) -> np.ndarray | None:
+    """The row of ``means.table`` each input text is centred by (None: no centring): a prediction its segment's
+    prediction mean, a reference (the pair ``prediction[k]``'s) its segment's reference mean."""
+    return None if means is None else np.concatenate([means.prediction, means.reference[prediction]])
+
+
+def explanations(name: str, aligned: Sequence[Alignment], points: PointSets, labels: Callable[[int], list[str]],
+                 prediction: np.ndarray, reference: np.ndarray, cost_label: str) -> list[Explanation]:
+    """Each pair's :class:`~movers.core.explanation.Explanation`: its sides' labels (``labels(side)``) and masses,
+    and its alignment's cost and plan (zeros where the pair was not solved: a side without points)."""
+    out = []
+    for k, a in enumerate(aligned):
+        h, r = int(prediction[k]), int(reference[k])
+        left, right = labels(h), labels(r)
+        blank = np.zeros((len(left), len(right)))
+        out.append(Explanation(metric=name, prediction_labels=left, reference_labels=right,
+                               prediction_mass=points.side_mass(h).copy(), reference_mass=points.side_mass(r).copy(),
+                               cost=np.asarray(blank if a.cost is None else a.cost, dtype=np.float64),
+                               plan=np.asarray(blank if a.plan is None else a.plan, dtype=np.float64),
+                               score=float(a.score), distance=a.distance, cost_label=cost_label))
+    return out
 
 
 class TokenMetric(EmbeddingMetric[OptionsT, C], Generic[OptionsT, C]):
