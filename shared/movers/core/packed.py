@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["ranges", "padded_index", "to_device", "host_tensor"]
+__all__ = ["ranges", "sides_of", "padded_index", "to_device", "host_tensor"]
 
 
 def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -21,6 +21,12 @@ def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     ends = np.cumsum(counts)
     return np.repeat(np.asarray(starts, dtype=np.int64) - (ends - counts), counts) + np.arange(total, dtype=np.int64)
+
+
+def sides_of(counts: np.ndarray) -> np.ndarray:
+    """The side of each of ``counts.sum()`` consecutive items, side s holding ``counts[s]`` of them (the text of
+    each packed token, given the texts' lengths)."""
+    return np.repeat(np.arange(len(counts), dtype=np.int64), counts)
 
 
 def padded_index(starts: np.ndarray, counts: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ from torch import Tensor
 from .histogram import unit_rows
 from .packed import padded_index
 
-__all__ = ["PointSets", "gather", "cosines", "unit_distances", "pairwise", "NEAR", "GATHER", "stage", "sides_of"]
+__all__ = ["PointSets", "gather", "cosines", "unit_distances", "pairwise", "NEAR", "GATHER", "stage"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,11 +59,6 @@ class PointSets:
         index = self.index[where]
         weights = None if self.weights is None else np.where(mask[..., None], self.weights[where], 0.0)
         return index, weights, mass, mask
-
-
-def sides_of(counts: np.ndarray) -> np.ndarray:
-    """The side of each of ``counts.sum()`` consecutive items, side s holding ``counts[s]`` of them."""
-    return np.repeat(np.arange(len(counts), dtype=np.int64), counts)
 
 
 def gather(vectors: Tensor, index: Tensor, weights: Tensor | None, mean: Tensor | None) -> Tensor:

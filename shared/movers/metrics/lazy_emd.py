@@ -44,7 +44,8 @@ from ..core import progress
 from ..core.explanation import Explanation, plot_explanation
 from ..core.histogram import Alignment, Histogram
 from ..core.options import Widget, option
-from ..core.pairs import PointSets, cosines, pairwise, sides_of, stage
+from ..core.packed import sides_of
+from ..core.pairs import PointSets, cosines, pairwise, stage
 from ..core.parallel import Solver
 from ..core.parallel import solver as solver_pool
 from ..core.references import ReferenceGroups

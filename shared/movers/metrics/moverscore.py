@@ -42,8 +42,8 @@ from ..core import progress
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment, Histogram, unit_rows
 from ..core.options import Widget, option
-from ..core.packed import ranges
-from ..core.pairs import PointSets, gather, pairwise, sides_of, stage, unit_distances
+from ..core.packed import ranges, sides_of
+from ..core.pairs import PointSets, gather, pairwise, stage, unit_distances
 from ..core.parallel import Solver
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, library_versions, nrefs_label

@@ -35,7 +35,8 @@ from ..core import progress
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment, Histogram
 from ..core.options import option
-from ..core.pairs import PointSets, cosines, pairwise, sides_of, stage
+from ..core.packed import sides_of
+from ..core.pairs import PointSets, cosines, pairwise, stage
 from ..core.parallel import Solver
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, format_float, library_versions, nrefs_label

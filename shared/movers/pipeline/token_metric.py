@@ -19,7 +19,7 @@ import torch
 
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment
-from ..core.packed import ranges
+from ..core.packed import ranges, sides_of
 from ..core.pairs import PointSets, stage
 from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder
@@ -39,7 +39,7 @@ def input_tokens(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
     """(token, text) of every token of every input text, in input order: `token` indexes the batch's packed
     vectors and ids (a text given twice has its tokens twice), `text` is the input text's position."""
     lengths = batch.packed.lengths[batch.rows]
-    return ranges(batch.packed.offsets[batch.rows], lengths), np.repeat(np.arange(len(batch)), lengths)
+    return ranges(batch.packed.offsets[batch.rows], lengths), sides_of(lengths)
 
 
 def pair_sides(chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.packed import sides_of
+
 __all__ = ["Vocabulary", "PackedIds", "content_ids", "call_tokens", "MEMO_TOKENS", "subword_flags"]
 
 MEMO_TOKENS = 1 << 24
@@ -110,7 +112,7 @@ class PackedIds:
     @cached_property
     def text_of(self) -> np.ndarray:
         """Each token's text."""
-        return np.repeat(np.arange(len(self), dtype=np.int64), self.lengths)
+        return sides_of(self.lengths)
 
     @cached_property
     def position(self) -> np.ndarray:
