@@ -208,32 +208,31 @@ def moverscore_filtered(texts: TokenTexts, *, remove_subwords: bool = True, remo
     return out
 
 
-def moverscore_points(texts: TokenTexts, rows: np.ndarray, weights: np.ndarray, kept: np.ndarray, n_gram: int
-                      ) -> tuple[PointSets, np.ndarray | None]:
-    """The sides of input texts (distinct text ``rows[i]`` each): their kept tokens, or n-grams of them, with
-    positive weight. `weights` [T_in] is each input text's token weights (its tokens in order,
-    :func:`~movers.pipeline.token_metric.input_tokens`), `kept` [T] the kept tokens. An n-gram is a window of n
-    consecutive kept positions (stride 1; one window if fewer are kept, as v1) with the summed weight and the
-    weighted sum of the vectors. Returns the points and, for n-grams, which window members are real [Q, n]."""
-    lengths = texts.packed.lengths[rows]
-    tokens, side = ranges(texts.packed.offsets[rows], lengths), sides_of(lengths)
+def moverscore_points(tokens: np.ndarray, side: np.ndarray, n_sides: int, weights: np.ndarray, kept: np.ndarray,
+                      n_gram: int) -> tuple[PointSets, np.ndarray | None]:
+    """The sides of `n_sides` input texts: their kept tokens, or n-grams of them, with positive weight. `tokens`,
+    `side` and `weights` [T_in] are every input token (an index into the packed tokens), its text and its weight,
+    each text's tokens in order (:func:`~movers.pipeline.token_metric.input_tokens`); `kept` [T] marks the kept
+    packed tokens. An n-gram is a window of n consecutive kept positions (stride 1; one window if fewer are kept, as
+    v1) with the summed weight and the weighted sum of the vectors. Returns the points and, for n-grams, which
+    window members are real [Q, n]."""
     keep = kept[tokens]
     if n_gram == 1:
         positive = keep & (weights > 0)
-        return PointSets.of_tokens(tokens[positive], side[positive], len(rows), weights[positive]), None
+        return PointSets.of_tokens(tokens[positive], side[positive], n_sides, weights[positive]), None
     k_tokens, k_side, k_weights = tokens[keep], side[keep], weights[keep]
-    k_count = np.bincount(k_side, minlength=len(rows)).astype(np.int64)
+    k_count = np.bincount(k_side, minlength=n_sides).astype(np.int64)
     k_start = np.cumsum(k_count) - k_count
     windows = np.where(k_count > 0, np.maximum(1, k_count - n_gram + 1), 0)
     w_side = sides_of(windows)
-    position = ranges(np.zeros(len(rows), dtype=np.int64), windows)[:, None] + np.arange(n_gram)[None, :]
+    position = ranges(np.zeros(n_sides, dtype=np.int64), windows)[:, None] + np.arange(n_gram)[None, :]
     member = position < k_count[w_side][:, None]
     where = np.where(member, k_start[w_side][:, None] + position, 0)
     index = np.where(member, k_tokens[where] if len(k_tokens) else 0, 0)
     w = np.where(member, k_weights[where] if len(k_weights) else 0.0, 0.0)
     mass = w.sum(1)
     positive = mass > 0
-    count = np.bincount(w_side[positive], minlength=len(rows)).astype(np.int64)
+    count = np.bincount(w_side[positive], minlength=n_sides).astype(np.int64)
     return PointSets(index[positive], w[positive], mass[positive], np.cumsum(count) - count, count), member[positive]
 
 
@@ -256,8 +255,8 @@ def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors
     texts = _one_text(tokens, special)
     kept = texts.special | ~moverscore_filtered(texts, remove_subwords=remove_subwords,
                                                 remove_punctuation=remove_punctuation, stops=stops)
-    points, member = moverscore_points(texts, np.zeros(1, dtype=np.int64), np.asarray(weights, dtype=np.float64),
-                                       kept, n_gram)
+    points, member = moverscore_points(np.arange(len(tokens)), np.zeros(len(tokens), dtype=np.int64), 1,
+                                       np.asarray(weights, dtype=np.float64), kept, n_gram)
     vecs = torch.as_tensor(np.asarray(vectors.numpy() if isinstance(vectors, Tensor) else vectors, np.float64))
     index, w, _, _ = points.padded(np.zeros(1, dtype=np.int64), int(points.count[0]))
     unit = unit_rows(gather(vecs.reshape(len(tokens), -1), torch.from_numpy(index),
@@ -543,7 +542,8 @@ class MoverScore(TokenMetric[MoverScoreOptions, MoverScoreContext]):
             ids, is_prediction = batch.packed.ids[tokens], side < chunk.n
             weights[is_prediction] = stats[1].lookup_array(ids[is_prediction])
             weights[~is_prediction] = stats[0].lookup_array(ids[~is_prediction])
-        points, member = moverscore_points(batch, batch.rows, weights, self.centring_tokens(ctx, batch), o.n_gram)
+        points, member = moverscore_points(tokens, side, len(batch), weights, self.centring_tokens(ctx, batch),
+                                           o.n_gram)
         prediction, reference = pair_sides(chunk)
         aligned = moverscore_pairs(batch.vectors, points, prediction, reference, means=means, pair_segment=prediction,
                                    cost=o.cost, transform=o.transform, masses=o.masses,
