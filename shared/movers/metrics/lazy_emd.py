@@ -486,8 +486,7 @@ class LazyEmd(TokenMetric[LazyEmdOptions, LazyEmdContext]):
                                  return_plans=plans, pool=pool)
         if not plans:
             return aligned, []
-        return aligned, explanations(ctx.name, aligned, points, lambda s: batch.tokens(int(batch.rows[s])),
-                                     prediction, reference, self.cost_label(ctx))
+        return aligned, explanations(ctx.name, aligned, batch, points, prediction, reference, self.cost_label(ctx))
 
     def cost_label(self, ctx: LazyEmdContext) -> str:
         return "1 - cos"

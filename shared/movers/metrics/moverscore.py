@@ -51,7 +51,7 @@ from ..core.spec import Example, Inputs, LongTextStudy, Output
 from ..core.transport import network_simplex, padded_size, partial_emd, shape_classes, simplex
 from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
-from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides
+from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_labels
 from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder, load_encoder, model_label
 from ..text.filters import resolve_stopwords
@@ -261,21 +261,12 @@ def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors
     index, w, _, _ = points.padded(np.zeros(1, dtype=np.int64), int(points.count[0]))
     unit = unit_rows(gather(vecs.reshape(len(tokens), -1), torch.from_numpy(index),
                             None if w is None else torch.from_numpy(w), None))[0].numpy()
-    return Histogram(_labels(texts, points, member, 0), points.side_mass(0), unit)
+    return Histogram(side_labels(texts, points, 0, member), points.side_mass(0), unit)
 
 
 def _one_text(tokens: Sequence[str], special: Sequence[bool]) -> TokenTexts:
     return TokenTexts(PackedIds.of([np.zeros(len(tokens), dtype=np.int64)]), None, [list(tokens)],
                       np.asarray(special, dtype=bool).reshape(-1))
-
-
-def _labels(texts: TokenTexts, points: PointSets, member: np.ndarray | None, s: int) -> list[str]:
-    """The labels of side `s`'s points: tokens, or an n-gram's tokens joined by spaces."""
-    rows = slice(int(points.start[s]), int(points.start[s] + points.count[s]))
-    if member is None:
-        return texts.token_strings(points.index[rows, 0])
-    strings = iter(texts.token_strings(points.index[rows][member[rows]]))
-    return [" ".join(next(strings) for _ in range(int(k))) for k in member[rows].sum(1)]
 
 
 def moverscore_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray, reference: np.ndarray, *,
@@ -550,8 +541,8 @@ class MoverScore(TokenMetric[MoverScoreOptions, MoverScoreContext]):
                                    return_plans=o.return_plans, pool=pool)
         if not self.wants_plans(o):
             return aligned, []
-        return aligned, explanations(ctx.name, aligned, points, lambda s: _labels(batch, points, member, s),
-                                     prediction, reference, self.cost_label(ctx))
+        return aligned, explanations(ctx.name, aligned, batch, points, prediction, reference, self.cost_label(ctx),
+                                     member)
 
     def cost_label(self, ctx: MoverScoreContext) -> str:
         return str(ctx.options.cost)

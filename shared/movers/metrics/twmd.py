@@ -417,9 +417,7 @@ class Twmd(TokenMetric[TwmdOptions, Context[TwmdOptions]]):
                              side_mean=side_mean, return_plans=o.return_plans)
         if not o.return_plans:
             return aligned, []
-        return aligned, explanations(ctx.name, aligned, points, lambda s: batch.token_strings(
-            points.index[points.start[s]:points.start[s] + points.count[s], 0]), prediction, reference,
-            self.cost_label(ctx))
+        return aligned, explanations(ctx.name, aligned, batch, points, prediction, reference, self.cost_label(ctx))
 
     def cost_label(self, ctx: Context[TwmdOptions]) -> str:
         centred = not (isinstance(ctx.options.centering, str) and ctx.options.centering == "none")

@@ -11,7 +11,7 @@ text: the work per chunk is a few array operations, plus a few per bucket of pai
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -23,10 +23,10 @@ from ..core.packed import ranges, sides_of
 from ..core.pairs import PointSets, stage
 from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder
-from ..text.token_batch import TokenBatch
+from ..text.token_batch import TokenBatch, TokenTexts
 from .embedding import Chunk, Context, EmbeddingMetric, EmbeddingOptions
 
-__all__ = ["TokenMetric", "input_tokens", "pair_sides", "side_means", "explanations"]
+__all__ = ["TokenMetric", "input_tokens", "pair_sides", "side_means", "side_labels", "explanations"]
 
 OptionsT = TypeVar("OptionsT", bound=EmbeddingOptions)
 C = TypeVar("C", bound=Context)
@@ -54,14 +54,25 @@ def side_means(means: SegmentMeans | None, prediction: np.ndarray) -> np.ndarray
     return None if means is None else np.concatenate([means.prediction, means.reference[prediction]])
 
 
-def explanations(name: str, aligned: Sequence[Alignment], points: PointSets, labels: Callable[[int], list[str]],
-                 prediction: np.ndarray, reference: np.ndarray, cost_label: str) -> list[Explanation]:
-    """Each pair's :class:`~movers.core.explanation.Explanation`: its sides' labels (``labels(side)``) and masses,
-    and its alignment's cost and plan (zeros where the pair was not solved: a side without points)."""
+def side_labels(texts: TokenTexts, points: PointSets, s: int, member: np.ndarray | None = None) -> list[str]:
+    """The labels of side `s`'s points: its tokens' strings, or (n-grams: `member` [Q, n], which window members
+    are real) each point's tokens joined by spaces."""
+    rows = slice(int(points.start[s]), int(points.start[s] + points.count[s]))
+    if member is None:
+        return texts.token_strings(points.index[rows, 0])
+    strings = iter(texts.token_strings(points.index[rows][member[rows]]))
+    return [" ".join(next(strings) for _ in range(int(k))) for k in member[rows].sum(1)]
+
+
+def explanations(name: str, aligned: Sequence[Alignment], texts: TokenTexts, points: PointSets,
+                 prediction: np.ndarray, reference: np.ndarray, cost_label: str, member: np.ndarray | None = None
+                 ) -> list[Explanation]:
+    """Each pair's :class:`~movers.core.explanation.Explanation`: its sides' labels (:func:`side_labels`) and
+    masses, and its alignment's cost and plan (zeros where the pair was not solved: a side without points)."""
     out = []
     for k, a in enumerate(aligned):
         h, r = int(prediction[k]), int(reference[k])
-        left, right = labels(h), labels(r)
+        left, right = side_labels(texts, points, h, member), side_labels(texts, points, r, member)
         blank = np.zeros((len(left), len(right)))
         out.append(Explanation(metric=name, prediction_labels=left, reference_labels=right,
                                prediction_mass=points.side_mass(h).copy(), reference_mass=points.side_mass(r).copy(),
