@@ -263,6 +263,27 @@ def test_identical_texts_score_one_without_centring(encoders):
     assert out.extra["precision"] == pytest.approx([1.0, 1.0], abs=1e-12)
 
 
+def test_the_formula_on_histograms_is_the_call_without_centring(encoders):
+    """twmd_from_embeddings on each text's kept vectors (the wmt preset: [CLS] and the content, not [SEP]) gives the
+    call's scores, precision and recall (centering="none", the same temperature); a pair of one histogram object
+    with itself scores exactly 1 (one self term)."""
+    from movers.core.histogram import Histogram
+    from movers.metrics.twmd import twmd_from_embeddings
+
+    preds, refs = [p for p, _ in PAIRS], [r for _, r in PAIRS]
+    out = twmd(preds, refs, centering="none", encoder=encoders[-1])
+    emb = encoders[-1].embed(preds + refs)
+    sides = [Histogram(tokens[:-1], np.full(len(tokens) - 1, 1 / (len(tokens) - 1)), vectors[:-1])
+             for tokens, vectors in zip(emb.tokens, emb.vectors, strict=True)]
+    n = len(preds)
+    got = twmd_from_embeddings(list(zip(sides[:n], sides[n:], strict=True)) + [(sides[0], sides[0])],
+                               temperature=DEFAULT_TEMPERATURES[("twmd", False)])
+    assert [a.score for a in got[:n]] == pytest.approx(out.scores, abs=1e-12)
+    assert [a.values["precision"] for a in got[:n]] == pytest.approx(out.extra["precision"], abs=1e-12)
+    assert [a.values["recall"] for a in got[:n]] == pytest.approx(out.extra["recall"], abs=1e-12)
+    assert got[n].score == 1.0 and got[n].values["precision"] == 1.0
+
+
 def test_corpus_centring_does_not_depend_on_order_or_batches(encoders):
     preds, refs = [p for p, _ in PAIRS], [r for _, r in PAIRS]
     base = twmd(preds, refs, centering="corpus", encoder=encoders[-1])

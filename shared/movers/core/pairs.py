@@ -19,10 +19,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .histogram import unit_rows
-from .packed import padded_index
+from .histogram import Histogram, unit_rows
+from .packed import padded_index, sides_of
 
-__all__ = ["PointSets", "gather", "cosines", "unit_distances", "pairwise", "NEAR", "GATHER", "stage"]
+__all__ = ["PointSets", "gather", "cosines", "unit_distances", "pairwise", "NEAR", "GATHER", "stage",
+           "histogram_points"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +60,30 @@ class PointSets:
         index = self.index[where]
         weights = None if self.weights is None else np.where(mask[..., None], self.weights[where], 0.0)
         return index, weights, mass, mask
+
+
+def histogram_points(pairs: Sequence[tuple[Histogram, Histogram]]) -> tuple[Tensor, PointSets, np.ndarray, np.ndarray]:
+    """Aligned (prediction, reference) histograms as packed points, each distinct histogram (the same object: the
+    same text) once: its points as float64 vectors (:meth:`Histogram.vectors`, centred by their origin) and its
+    masses. Returns the vectors [T, d] on the CPU, the point sets, and each pair's prediction and reference side
+    (the formula functions of the token metrics read their histograms this way)."""
+    side_of: dict[int, int] = {}
+    distinct: list[Histogram] = []
+    for pair in pairs:
+        for h in pair:
+            if id(h) not in side_of:
+                side_of[id(h)] = len(distinct)
+                distinct.append(h)
+    counts = np.array([len(h) for h in distinct], dtype=np.int64)
+    if distinct:
+        vectors = torch.cat([torch.as_tensor(np.asarray(h.vectors(), dtype=np.float64)).reshape(len(h), -1)
+                             for h in distinct])
+        mass = np.concatenate([np.asarray(h.mass, dtype=np.float64).reshape(-1) for h in distinct])
+    else:
+        vectors, mass = torch.zeros(0, 1, dtype=torch.float64), np.zeros(0)
+    points = PointSets.of_tokens(np.arange(len(mass)), sides_of(counts), len(distinct), mass)
+    sides = np.array([side_of[id(h)] for pair in pairs for h in pair], dtype=np.int64).reshape(-1, 2)
+    return vectors, points, sides[:, 0], sides[:, 1]
 
 
 def gather(vectors: Tensor, index: Tensor, weights: Tensor | None, mean: Tensor | None) -> Tensor:

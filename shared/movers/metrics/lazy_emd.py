@@ -44,8 +44,7 @@ from ..core import progress
 from ..core.explanation import Explanation, plot_explanation
 from ..core.histogram import Alignment, Histogram
 from ..core.options import Widget, option
-from ..core.packed import sides_of
-from ..core.pairs import PointSets, cosines, pairwise, stage
+from ..core.pairs import PointSets, cosines, histogram_points, pairwise, stage
 from ..core.parallel import Solver
 from ..core.parallel import solver as solver_pool
 from ..core.references import ReferenceGroups
@@ -262,16 +261,9 @@ def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, re
     """The formula (:func:`lazy_emd_pairs`) for aligned (prediction, reference) token histograms (masses μ, ν and
     vectors [n, d], [m, d]; :meth:`Histogram.vectors`: centred by their origin), on `device` (default the CPU);
     `threads` size buckets are solved at once (never changes a number)."""
-    sides = [h for pair in pairs for h in pair]
-    counts = np.array([len(h.mass) for h in sides], dtype=np.int64)
-    vectors = torch.cat([torch.as_tensor(np.asarray(h.vectors(), dtype=np.float64)).reshape(len(h.mass), -1)
-                         for h in sides]) if sides else torch.zeros(0, 1, dtype=torch.float64)
-    mass = np.concatenate([np.asarray(h.mass, dtype=np.float64).reshape(-1) for h in sides]) if sides else \
-        np.zeros(0)
-    points = PointSets.of_tokens(np.arange(len(mass)), sides_of(counts), len(sides), mass)
-    index = np.arange(len(sides), dtype=np.int64).reshape(-1, 2)
+    vectors, points, prediction, reference = histogram_points(pairs)
     with solver_pool(threads) as pool:
-        return lazy_emd_pairs(vectors.to(device or "cpu"), points, index[:, 0], index[:, 1], reg=reg,
+        return lazy_emd_pairs(vectors.to(device or "cpu"), points, prediction, reference, reg=reg,
                               reg_candidate=reg_candidate, reg_reference=reg_reference, mask=mask, solver=solver,
                               max_iter=max_iter, tol=tol, return_plans=return_plans, pool=pool)
 

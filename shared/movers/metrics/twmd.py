@@ -35,8 +35,7 @@ from ..core import progress
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment, Histogram
 from ..core.options import option
-from ..core.packed import sides_of
-from ..core.pairs import PointSets, cosines, pairwise, stage
+from ..core.pairs import PointSets, cosines, histogram_points, pairwise, stage
 from ..core.parallel import Solver
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, format_float, library_versions, nrefs_label
@@ -258,21 +257,8 @@ def twmd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, temper
     """The formula (:func:`twmd_pairs`) for aligned (prediction, reference) histograms of token vectors [n, d] and
     [m, d] (:meth:`Histogram.vectors`: centred by their origin), on `device` (default the CPU). Sides that are
     the same object are the same text (one self term; a pair of the same object scores exactly 1)."""
-    sides: list[Histogram] = []
-    key: dict[int, int] = {}
-    for pair in pairs:
-        for h in pair:
-            key.setdefault(id(h), len(key))
-            sides.append(h)
-    distinct = {id(h): h for h in sides}
-    vectors = [torch.as_tensor(np.asarray(h.vectors(), dtype=np.float64)).reshape(len(h), -1)
-               for h in distinct.values()]
-    counts = np.array([len(h) for h in distinct.values()], dtype=np.int64)
-    packed = torch.cat(vectors) if vectors else torch.zeros(0, 1, dtype=torch.float64)
-    points = PointSets.of_tokens(np.arange(int(counts.sum())), sides_of(counts), len(counts),
-                                 np.ones(int(counts.sum())))
-    side = np.array([key[id(h)] for h in sides], dtype=np.int64).reshape(-1, 2)
-    return twmd_pairs(packed.to(device or "cpu"), points, side[:, 0], side[:, 1], np.arange(len(counts)),
+    vectors, points, prediction, reference = histogram_points(pairs)
+    return twmd_pairs(vectors.to(device or "cpu"), points, prediction, reference, np.arange(len(points.count)),
                       temperature=temperature, variant=variant, iterations=iterations, relaxed=relaxed,
                       return_plans=return_plans)
 
