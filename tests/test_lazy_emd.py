@@ -379,7 +379,7 @@ def _log_sum_exp_only(monkeypatch):
 
 @pytest.mark.parametrize("accelerate", [True, False])
 def test_kernel_blocks_equal_the_pure_log_domain_path(monkeypatch, accelerate):
-    """The default path (products on a kernel re-stabilised at each block start, from the first block's
+    """The default path (products on a stabilised kernel, from the first block's
     second iteration when accelerated) takes the same iterations as the pure log-sum-exp path."""
     problems = [_problem(30 + s, n, m) for s, (n, m) in enumerate([(8, 6), (11, 13)])]
     a, b, c, va, vb = _batch(problems)
@@ -390,6 +390,29 @@ def test_kernel_blocks_equal_the_pure_log_domain_path(monkeypatch, accelerate):
     pure = unbalanced_sinkhorn_batch(a, b, c, **args)
     assert fast.converged.all() and (fast.iterations == pure.iterations).all()
     torch.testing.assert_close(fast.plan, pure.plan, atol=1e-12, rtol=1e-9)
+
+
+@pytest.mark.parametrize("accelerate", [True, False])
+def test_a_kept_kernel_takes_the_iterations_of_a_kernel_stabilised_at_every_block(monkeypatch, accelerate):
+    """Blocks keep the previous block's kernel while the scalings stay near it (fewer exponentials of [B, n, m]);
+    with `_REUSE` = 0 every block stabilises its own kernel. Problems of different sizes converge at different
+    blocks, so the kept kernel is also gathered for the problems that remain. Same iterations, and plans equal to
+    float64 rounding; the default builds fewer kernels than it runs blocks."""
+    import movers.core.transport.unbalanced as unbalanced
+
+    problems = [_problem(70 + s, n, m) for s, (n, m) in enumerate([(8, 6), (11, 13), (25, 19), (5, 30)])]
+    a, b, c, va, vb = _batch(problems)
+    args = dict(reg=0.009, reg_a=3.68, reg_b=4.96, tol=1e-8, valid_a=va, valid_b=vb, accelerate=accelerate)
+    build, built = unbalanced._stabilised_kernel, []
+    monkeypatch.setattr(unbalanced, "_stabilised_kernel", lambda *x: built.append(1) or build(*x))
+    kept = unbalanced_sinkhorn_batch(a, b, c, **args)
+    kept_builds = len(built)
+    monkeypatch.setattr(unbalanced, "_REUSE", 0.0)
+    fresh = unbalanced_sinkhorn_batch(a, b, c, **args)
+    assert kept.converged.all() and len(set(kept.iterations.tolist())) > 1
+    assert (kept.iterations == fresh.iterations).all()
+    torch.testing.assert_close(kept.plan, fresh.plan, atol=1e-13, rtol=1e-10)
+    assert 0 < kept_builds < len(built) - kept_builds
 
 
 def test_kernel_underflow_falls_back_to_log_sum_exp(monkeypatch):

@@ -97,9 +97,9 @@ def gather(vectors: Tensor, index: Tensor, weights: Tensor | None, mean: Tensor 
             summed (``sum_j w_j (v_j - mean)``).
     """
     b, width, g = index.shape
-    x = vectors.index_select(0, index.reshape(-1)).reshape(b, width, g, vectors.shape[1]).to(torch.float64)
-    if mean is not None:
-        x = x - mean[:, None, None, :]
+    x = vectors.index_select(0, index.reshape(-1)).reshape(b, width, g, vectors.shape[1])
+    # float64 by type promotion in the subtraction itself (exact widening, then one rounding): one pass, not two
+    x = x.to(torch.float64) if mean is None else torch.sub(x, mean[:, None, None, :])
     return x[:, :, 0] if weights is None else (x * weights[..., None]).sum(2)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,8 +57,9 @@ def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: fl
     ``D(f, g) = -λa <a, e^(-f/λa) - 1> - λb <b, e^(-g/λb) - 1> - ε <e^(f/ε), K e^(g/ε)>`` in
     ``f = ε log u`` (resp. ``g``). They are carried as ``log u`` and ``log v`` so that small `reg`
     neither under- nor overflows: the first `check_every` iterations by log-sum-exp, later blocks as
-    products on a kernel re-stabilised at each block start (``exp(log u_i + log v_j - C_ij/ε)``, the
-    current plan), falling back to log-sum-exp for any block where that kernel under- or overflows.
+    products on a stabilised kernel (``exp(log u_i + log v_j - C_ij/ε)`` at a block start: the plan then),
+    kept from block to block while the scalings stay within ``e^±30`` of it (:data:`_REUSE`) and stabilised
+    afresh otherwise, falling back to log-sum-exp for any block where that kernel under- or overflows.
 
     ``accelerate=True`` (default) reaches the same optimum in fewer iterations with two standard
     devices that leave the fixed point unchanged:
@@ -173,13 +175,10 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
     omega = nx.full((errors.shape[0], 1), w_star, type_as=errors)
     dual = nx.full(errors.shape, -inf, type_as=errors)
     active = nx.arange(errors.shape[0], type_as=iterations)
-    gathered = -1  # number of problems the cached sub-batch below was gathered for
+    sub = [scaled, log_a, log_b, valid_a, valid_b]  # the active problems' inputs, gathered as problems drop out
+    kernel = None  # the active problems' stabilised kernel (:class:`_Kernel`), kept while it can carry them
     done = 0
     while active.shape[0] and done < max_iter:
-        if gathered != active.shape[0]:  # re-gather only when problems have dropped out
-            whole = (scaled, log_a, log_b, valid_a, valid_b)
-            sub = list(whole) if active.shape[0] == errors.shape[0] else [x[active] for x in whole]
-            gathered = active.shape[0]
         lu0, lv0 = log_u[active], log_v[active]
         steps = min(check_every, max_iter - done)
         relaxed = w_star > 1.0 and done > 0
@@ -187,12 +186,14 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
         s_cost, la, lb, va, vb = sub
         block = None
         if done > 0:
-            block = _kernel_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w)
+            block, kernel = _kernel_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w, kernel) \
+                or (None, None)
         elif accelerate and steps > 1:
             # The first iteration moves the potentials far from the start (by log-sum-exp); the kernel
-            # re-stabilised there carries the rest of the first block.
+            # stabilised there carries the rest of the first block.
             first = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu0, lv0, 1, phi_a, phi_b, None)
-            block = _kernel_block(nx, s_cost, la, lb, va, vb, first[2], first[3], steps - 1, phi_a, phi_b, None)
+            block, kernel = _kernel_block(nx, s_cost, la, lb, va, vb, first[2], first[3], steps - 1, phi_a, phi_b,
+                                          None, None) or (None, None)
         if block is None:  # the plain iterations' first block (the original's path), or a kernel out of range
             block = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w)
         lu_prev, lv_prev, lu, lv, log_mass_p = block
@@ -215,7 +216,12 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
         log_u[active], log_v[active] = lu, lv
         iterations[active] = done
         errors[active] = err
-        active = active[~(err <= tol)]
+        going = ~(err <= tol)
+        if not bool(going.all()):  # problems dropped out: the rest's inputs and kernel, gathered once
+            rows = nx.arange(going.shape[0], type_as=iterations)[going]
+            active = active[rows]
+            sub = [x[rows] for x in sub]
+            kernel = None if kernel is None else kernel.select(rows)
 
 
 def _dual(nx, lu, lv, la, lb, log_mass_p, reg: float, reg_a: float, reg_b: float):
@@ -272,16 +278,44 @@ def _relax(nx, old, new, omega):
     return nx.where(nx.isfinite(old) & nx.isfinite(new), old + omega * (new - old), new)
 
 
-def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, phi_b: float, omega):
-    """The same iterations as products on a kernel stabilised at the block start.
+_REUSE = 30.0
+"""A block keeps the previous block's kernel while each row's and column's scaling relative to that kernel is
+within ``e^±30`` at the block start (the products then lose nothing to the float range; only rounding differs from
+a kernel stabilised afresh); otherwise, or after the problems changed, the kernel is stabilised at the block
+start."""
 
-    With ``α = log u``, ``β = log v`` at the start, ``K~ = exp(α_i + β_j - C_ij/ε)`` (the current plan,
-    entries <= ~1) and relative scalings ``u~ = u e^-α``, ``v~ = v e^-β`` (~1), the update
-    ``u = (a / K v)^φ`` reads ``log u~ = φ log a + (φ-1) α - φ log(K~ v~)``: one product with the
-    kernel per half-step plus a few vector operations, no exponential of the cost. Rows and columns
-    without mass are kept out by a 0/1 factor (their kernel entries are 1, so every sum stays
-    positive). Returns None (the caller redoes the block by log-sum-exp) if a row or column that must
-    carry mass has no scaling at the start, or if a scaling leaves the float range during the block.
+
+@dataclass
+class _Kernel:
+    """A stabilised kernel ``exp(α_i + β_j - C_ij/ε)`` of some problems and what the iterations read with it:
+    the rows and columns with a scaling (`on_a`, `on_b`) as 0/1 factors, and α, β."""
+
+    kern: Any
+    alpha: Any
+    beta: Any
+    on_a: Any
+    on_b: Any
+    mask_a: Any
+    mask_b: Any
+
+    def select(self, rows) -> _Kernel:
+        """The same for problems ``rows`` (a gather, no exponential)."""
+        return _Kernel(*(x[rows] for x in (self.kern, self.alpha, self.beta, self.on_a, self.on_b, self.mask_a,
+                                           self.mask_b)))
+
+
+def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, phi_b: float, omega,
+                  kernel: _Kernel | None):
+    """The same iterations as products on a stabilised kernel.
+
+    With ``α``, ``β`` the stabilisation point (the scalings ``log u``, ``log v`` at this or an earlier block's
+    start: `kernel`, kept while it can carry the block, :data:`_REUSE`), ``K~ = exp(α_i + β_j - C_ij/ε)`` (entries
+    <= ~1 near the optimum) and relative scalings ``u~ = u e^-α``, ``v~ = v e^-β``, the update
+    ``u = (a / K v)^φ`` reads ``log u~ = φ log a + (φ-1) α - φ log(K~ v~)``: one product with the kernel per
+    half-step plus a few vector operations, no exponential of the cost. Rows and columns without mass are kept
+    out by a 0/1 factor (their kernel entries are 1, so every sum stays positive). Returns (the block, the
+    kernel), or None (the caller redoes the block by log-sum-exp) if a row or column that must carry mass has no
+    scaling at the start, or if a scaling leaves the float range during the block.
     """
     fin_a, fin_b = nx.isfinite(lu), nx.isfinite(lv)
     need_a = va & nx.isfinite(la)  # rows that must carry mass when phi_a > 0
@@ -292,15 +326,20 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
     on_a = need_a if phi_a > 0 else va
     on_b = need_b if phi_b > 0 else vb
     zero_a, zero_b = nx.zeros(lu.shape, type_as=lu), nx.zeros(lv.shape, type_as=lv)
-    alpha, beta = nx.where(on_a, lu, zero_a), nx.where(on_b, lv, zero_b)
-    kern = _stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b)
-    mask_a = nx.where(on_a, 1.0, zero_a)  # 1.0 / 0.0
-    mask_b = nx.where(on_b, 1.0, zero_b)
+    if kernel is not None:
+        lu_t, lv_t = nx.where(on_a, lu - kernel.alpha, zero_a), nx.where(on_b, lv - kernel.beta, zero_b)
+        if not (bool((nx.abs(lu_t) < _REUSE).all()) and bool((nx.abs(lv_t) < _REUSE).all())):
+            kernel = None
+    if kernel is None:
+        alpha, beta = nx.where(on_a, lu, zero_a), nx.where(on_b, lv, zero_b)
+        kernel = _Kernel(_stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b), alpha, beta, on_a, on_b,
+                         nx.where(on_a, 1.0, zero_a), nx.where(on_b, 1.0, zero_b))
+        lu_t, lv_t = zero_a, zero_b  # log u~ = 0 at the block start
+    kern, alpha, beta, mask_a, mask_b = kernel.kern, kernel.alpha, kernel.beta, kernel.mask_a, kernel.mask_b
     coef_a = nx.where(on_a, phi_a * la + (phi_a - 1.0) * alpha, zero_a) if phi_a > 0 else None
     coef_b = nx.where(on_b, phi_b * lb + (phi_b - 1.0) * beta, zero_b) if phi_b > 0 else None
     free_a, free_b = nx.where(on_a, -alpha, zero_a), nx.where(on_b, -beta, zero_b)  # log u~ for u = 1
-    lu_t, lv_t = zero_a, zero_b  # log u~ = 0 at the block start
-    u, v = mask_a, mask_b
+    u, v = nx.exp(lu_t) * mask_a, nx.exp(lv_t) * mask_b
     lu_prev, lv_prev = lu_t, lv_t
     ku = None
     for _ in range(steps):
@@ -327,7 +366,8 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
         ku = nx.matmul(u[:, None, :], kern)[:, 0, :]
     neg = -float("inf")
     return (nx.where(on_a, lu_prev + alpha, neg), nx.where(on_b, lv_prev + beta, neg),
-            nx.where(on_a, lu_t + alpha, neg), nx.where(on_b, lv_t + beta, neg), nx.log(nx.sum(v * ku, axis=-1)))
+            nx.where(on_a, lu_t + alpha, neg), nx.where(on_b, lv_t + beta, neg),
+            nx.log(nx.sum(v * ku, axis=-1))), kernel
 
 
 def _stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b):
