@@ -98,6 +98,14 @@ def test_buckets():
         assert all(rows * cols <= 2 * shapes[k][0] * shapes[k][1] + 256 for k in g)
 
 
+def test_grouped_joins_consecutive_batches_up_to_the_budget():
+    """By hand: 3 + 5 fit in 8; 2 would make 10; 9 alone exceeds 8 (a group of its own); 1 then starts anew."""
+    from movers.core.transport import grouped
+
+    assert grouped([3, 5, 2, 9, 1], lambda x: x, budget=8) == [[3, 5], [2], [9], [1]]
+    assert grouped([], lambda x: x, budget=8) == []
+
+
 def test_ragged_pairs_solved_together_equal_one_pair_at_a_time():
     """Lazy-EMD pads pairs of other sizes into one bucket: each pair's plan, iterations and distance are those of
     the pair solved alone (its own unbalanced problem, no padding)."""

@@ -50,7 +50,7 @@ from ..core.parallel import solver as solver_pool
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, format_float, library_versions, nrefs_label
 from ..core.spec import Inputs, LongTextStudy, Output
-from ..core.transport import buckets, network_simplex, unbalanced_sinkhorn_batch
+from ..core.transport import buckets, grouped, network_simplex, unbalanced_sinkhorn_batch
 from ..core.validation import check_number
 from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
 from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_means
@@ -167,15 +167,12 @@ def lazy_emd_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray, r
 
     threads = pool is not None and pool.threads > 1 and vectors.device.type == "cpu"
     with progress.transport():
-        for group in _groups(shapes):
-            # a group's buckets are the buckets of all pairs (:func:`_groups`); on a CPU, solved side by side
-            plan = [np.asarray(group, dtype=np.int64)[b] for b in buckets([shapes[k] for k in group],
-                                                                         budget=_SOLVER_BUDGET)]
+        for group in _groups(shapes):  # on a CPU, a group's buckets are solved side by side
             if threads:
                 assert pool is not None
-                pool.map(solve, plan)
+                pool.map(solve, group)
             else:
-                for q in plan:
+                for q in group:
                     solve(q)
     progress.pairs_done(len(prediction))
     return out  # type: ignore[return-value]
@@ -236,20 +233,15 @@ def _exact(cost: Tensor, a: Tensor, b: Tensor, n: np.ndarray, m: np.ndarray, ret
     return out
 
 
-def _groups(shapes: list[tuple[int, int]]) -> list[list[int]]:
-    """Consecutive solver buckets (:func:`~movers.core.transport.buckets`, `_SOLVER_BUDGET`) joined into groups
-    of at most `_GROUP_BUDGET` padded entries (a bucket larger than that is a group of its own). Bucketing a
-    group gives exactly these buckets again: the same padding, the same numbers as all pairs at once."""
-    groups: list[list[int]] = []
-    size = _GROUP_BUDGET + 1
-    for chunk in buckets(shapes, budget=_SOLVER_BUDGET):
-        padded = len(chunk) * max(shapes[k][0] for k in chunk) * max(shapes[k][1] for k in chunk)
-        if size + padded > _GROUP_BUDGET:
-            groups.append([])
-            size = 0
-        groups[-1] += chunk
-        size += padded
-    return groups
+def _groups(shapes: list[tuple[int, int]]) -> list[list[np.ndarray]]:
+    """The solver buckets of all pairs (:func:`~movers.core.transport.buckets`, `_SOLVER_BUDGET`), consecutive
+    ones joined into groups of at most `_GROUP_BUDGET` padded entries (:func:`~movers.core.transport.grouped`):
+    the same buckets, the same numbers, for any group budget."""
+    def padded(bucket: list[int]) -> int:
+        return len(bucket) * max(shapes[k][0] for k in bucket) * max(shapes[k][1] for k in bucket)
+
+    plan = list(buckets(shapes, budget=_SOLVER_BUDGET))
+    return [[np.asarray(b, dtype=np.int64) for b in group] for group in grouped(plan, padded, budget=_GROUP_BUDGET)]
 
 
 def lazy_emd_from_embeddings(pairs: Sequence[tuple[Histogram, Histogram]], *, reg: float = 0.009,

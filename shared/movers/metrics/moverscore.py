@@ -48,7 +48,7 @@ from ..core.parallel import Solver
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, library_versions, nrefs_label
 from ..core.spec import Example, Inputs, LongTextStudy, Output
-from ..core.transport import network_simplex, padded_size, partial_emd, shape_classes, simplex
+from ..core.transport import grouped, network_simplex, padded_size, partial_emd, shape_classes, simplex
 from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
 from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_labels
@@ -308,7 +308,7 @@ def moverscore_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray,
                                plan=p if return_plans else None)
 
     threads = 1 if pool is None else pool.threads
-    for group in _groups(plan):
+    for group in grouped(plan, lambda batch: len(batch[0]) * batch[1][0] * batch[1][1], budget=_GROUP):
         with progress.transport():
             jobs = [(c, row, k) for c, ks in _group_costs(vectors, points, prediction, reference, solvable[
                 np.concatenate([bucket for bucket, _ in group])], group, means, pair_segment, cost)
@@ -354,20 +354,6 @@ _DEVICE_BUDGET = 1 << 24
 """The same on an accelerator (128 MiB): fewer, larger buckets, so fewer kernel launches."""
 _GROUP = 1 << 24
 """Cost entries a group of buckets copies to the host at once (128 MiB of float64)."""
-
-
-def _groups(plan: list[tuple[list[int], tuple[int, int]]]) -> list[list[tuple[list[int], tuple[int, int]]]]:
-    """Consecutive buckets joined while their padded costs hold at most `_GROUP` entries."""
-    groups: list[list[tuple[list[int], tuple[int, int]]]] = []
-    size = _GROUP + 1
-    for bucket, (n, m) in plan:
-        entries = len(bucket) * n * m
-        if size + entries > _GROUP:
-            groups.append([])
-            size = 0
-        groups[-1].append((bucket, (n, m)))
-        size += entries
-    return groups
 
 
 def _to_host(tensors: list[Tensor]) -> list[np.ndarray]:

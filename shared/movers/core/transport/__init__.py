@@ -6,7 +6,8 @@
   domain, batched ``[B, n, m]``; Lazy-EMD.
 * :func:`tempered_sides` (``tempered``): tempered Sinkhorn and relaxed soft alignments; TWMD/TRWMD.
 * :func:`buckets`, :func:`shape_classes` (``ragged``): ragged problems grouped into padded batches of bounded
-  memory (size buckets; size classes, whose padding does not depend on the company).
+  memory (size buckets; size classes, whose padding does not depend on the company); :func:`grouped`: those
+  batches held at once.
 * :class:`Transport` (``common``): the result every solver returns (cost, plan, masses).
 
 The solvers follow POT's backend convention (``ot.backend.get_backend``): numpy arrays in give numpy
@@ -18,10 +19,10 @@ from __future__ import annotations
 
 from .common import Transport
 from .exact import emd, network_simplex, partial_emd, simplex
-from .ragged import buckets, padded_size, shape_classes
+from .ragged import buckets, grouped, padded_size, shape_classes
 from .tempered import smoothed_max_sides, tempered_plans, tempered_sides, tempered_values
 from .unbalanced import OVERRELAXATION, unbalanced_sinkhorn_batch
 
 __all__ = ["Transport", "emd", "network_simplex", "simplex", "partial_emd", "unbalanced_sinkhorn_batch",
            "tempered_plans", "tempered_sides", "tempered_values", "smoothed_max_sides", "buckets",
-           "shape_classes", "padded_size", "OVERRELAXATION"]
+           "grouped", "shape_classes", "padded_size", "OVERRELAXATION"]

@@ -3,11 +3,14 @@
 (:mod:`movers.core.pairs`)."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["buckets", "shape_classes", "padded_size"]
+__all__ = ["buckets", "shape_classes", "padded_size", "grouped"]
+
+T = TypeVar("T")
 
 
 def buckets(shapes: Sequence[tuple[int, int]], *, budget: int, waste: float = 2.0) -> Iterator[list[int]]:
@@ -55,3 +58,19 @@ def shape_classes(shapes: Sequence[tuple[int, int]], *, budget: int) -> Iterator
         members, step = classes[shape], max(1, budget // (shape[0] * shape[1]))
         for start in range(0, len(members), step):
             yield members[start:start + step], shape
+
+
+def grouped(batches: Sequence[T], entries: Callable[[T], int], *, budget: int) -> list[list[T]]:
+    """Consecutive `batches` joined into groups of at most `budget` padded entries (``entries(batch)``), the
+    batches a call holds at once (a batch larger than that is a group of its own); the batches themselves are
+    kept as they are, so the numbers do not depend on the budget."""
+    groups: list[list[T]] = []
+    size = budget + 1
+    for batch in batches:
+        padded = entries(batch)
+        if size + padded > budget:
+            groups.append([])
+            size = 0
+        groups[-1].append(batch)
+        size += padded
+    return groups
