@@ -23,6 +23,7 @@ runs random weights of a given shape with the bundled tokenizer, where the bundl
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import sys
 import tempfile
@@ -85,8 +86,6 @@ def operations(fn: Any, *args: Any, **kwargs: Any) -> tuple[int, int, Counter[st
     spans = [(e.time_range.start, e.time_range.end) for e in events if e.name == FORWARD_LABEL]
     spans.sort()
     counts: Counter[str] = Counter()
-    import bisect
-
     starts = [s for s, _ in spans]
     for e in events:
         if not e.name.startswith("aten::"):
@@ -98,13 +97,10 @@ def operations(fn: Any, *args: Any, **kwargs: Any) -> tuple[int, int, Counter[st
     return sum(counts.values()), sum(v for name, v in counts.items() if name in COPIES), counts
 
 
-def _best(fn: Any, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+def _seconds(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             best = {key: float("inf") for key in runs}
             for _ in range(args.repeats):  # alternating, so that a slow moment of the machine hits every figure
                 for key, run in runs.items():
-                    best[key] = min(best[key], _best(run, 1))
+                    best[key] = min(best[key], _seconds(run))
             row: dict[str, Any] = {"set": name, "pairs": len(preds), "tokens": _tokens(encoder, preds), **best}
             if args.ops_pairs:
                 n = min(args.ops_pairs, len(preds))

@@ -103,16 +103,15 @@ class TokenMetric(EmbeddingMetric[OptionsT, C], Generic[OptionsT, C]):
     def centring_sums(self, ctx: C, items: TokenBatch, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Each text's centring tokens summed in float64 (and counted), per distinct text in a few batched
         operations, then read out for every input text."""
-        batch = items
-        tokens = np.flatnonzero(self.centring_tokens(ctx, batch))
-        texts = batch.packed.text_of[tokens]
-        distinct, dim, device = len(batch.packed), batch.dim, batch.device
+        tokens = np.flatnonzero(self.centring_tokens(ctx, items))
+        texts = items.packed.text_of[tokens]
+        distinct, dim, device = len(items.packed), items.dim, items.device
         sums = torch.zeros(distinct, dim + 1, dtype=torch.float64, device=device)
         counts = np.bincount(texts, minlength=distinct).astype(np.float64)
         for start in range(0, len(tokens), _SUM_STEP):
-            index, text, = stage([tokens[start:start + _SUM_STEP], texts[start:start + _SUM_STEP]], device)
-            sums[:, :dim].index_add_(0, text, batch.vectors.index_select(0, index).to(torch.float64))
-        rows, count = stage([batch.rows, counts], device)
+            index, text = stage([tokens[start:start + _SUM_STEP], texts[start:start + _SUM_STEP]], device)
+            sums[:, :dim].index_add_(0, text, items.vectors.index_select(0, index).to(torch.float64))
+        rows, count = stage([items.rows, counts], device)
         sums[:, dim] = count
         per_text = sums.index_select(0, rows)
         return per_text[:n], per_text[n:]
