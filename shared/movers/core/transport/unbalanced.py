@@ -218,10 +218,9 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
         errors[active] = err
         going = ~(err <= tol)
         if not bool(going.all()):  # problems dropped out: the rest's inputs and kernel, gathered once
-            rows = nx.arange(going.shape[0], type_as=iterations)[going]
-            active = active[rows]
-            sub = [x[rows] for x in sub]
-            kernel = None if kernel is None else kernel.select(rows)
+            active = active[going]
+            sub = [x[going] for x in sub]
+            kernel = None if kernel is None else kernel.select(going)
 
 
 def _dual(nx, lu, lv, la, lb, log_mass_p, reg: float, reg_a: float, reg_b: float):
@@ -288,20 +287,17 @@ start."""
 @dataclass
 class _Kernel:
     """A stabilised kernel ``exp(α_i + β_j - C_ij/ε)`` of some problems and what the iterations read with it:
-    the rows and columns with a scaling (`on_a`, `on_b`) as 0/1 factors, and α, β."""
+    α, β, and the rows and columns with a scaling as 0/1 factors."""
 
     kern: Any
     alpha: Any
     beta: Any
-    on_a: Any
-    on_b: Any
     mask_a: Any
     mask_b: Any
 
     def select(self, rows) -> _Kernel:
         """The same for problems ``rows`` (a gather, no exponential)."""
-        return _Kernel(*(x[rows] for x in (self.kern, self.alpha, self.beta, self.on_a, self.on_b, self.mask_a,
-                                           self.mask_b)))
+        return _Kernel(*(x[rows] for x in (self.kern, self.alpha, self.beta, self.mask_a, self.mask_b)))
 
 
 def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, phi_b: float, omega,
@@ -332,7 +328,7 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
             kernel = None
     if kernel is None:
         alpha, beta = nx.where(on_a, lu, zero_a), nx.where(on_b, lv, zero_b)
-        kernel = _Kernel(_stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b), alpha, beta, on_a, on_b,
+        kernel = _Kernel(_stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b), alpha, beta,
                          nx.where(on_a, 1.0, zero_a), nx.where(on_b, 1.0, zero_b))
         lu_t, lv_t = zero_a, zero_b  # log u~ = 0 at the block start
     kern, alpha, beta, mask_a, mask_b = kernel.kern, kernel.alpha, kernel.beta, kernel.mask_a, kernel.mask_b
