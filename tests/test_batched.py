@@ -1,7 +1,7 @@
 """Per-text work in batches: a token metric's call launches torch operations and copies per batch of texts, not per
 text (counted with torch.profiler, the encoder's forward pass left out); each distinct text is tokenised once per
 call; token classes come from the vocabulary's tables and equal the string rules; the host arrays of a bucket reach
-the device in one buffer. Expected values are the string rules of movers.text.filters, the tokenizer's own Python
+the device in one buffer; a loop's buckets gather their vectors into the same memory. Expected values are the string rules of movers.text.filters, the tokenizer's own Python
 call and hand counts, not the code under test."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import movers
-from movers.core.pairs import stage
+from movers.core.pairs import GATHER, Scratch, gather, pairwise, stage
 from movers.core.transport import padded_size, shape_classes
 from movers.text import tokens as token_module
 from movers.text.filters import PUNCTUATION, subword_mask
@@ -143,6 +143,45 @@ def test_a_buckets_arrays_reach_the_device_in_one_buffer():
         for got, want in zip(staged, arrays, strict=True):
             assert got.dtype == torch.from_numpy(want).dtype and tuple(got.shape) == want.shape
             assert np.array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gathered_points_are_the_rows_widened_and_centred(dtype):
+    """Hand computation: point (b, i) is ``vectors[index[b, i]] - mean[b]`` in float64; the same numbers (bitwise)
+    whether they are written into a Scratch or into new memory."""
+    gen = torch.Generator().manual_seed(0)
+    vectors = torch.randn(40, 6, generator=gen, dtype=dtype)
+    index = torch.randint(0, 40, (3, 5, 1), generator=gen)
+    mean = torch.randn(3, 6, generator=gen, dtype=torch.float64)
+    rows = torch.stack([torch.stack([vectors[int(index[b, i, 0])].double() for i in range(5)]) for b in range(3)])
+    scratch = Scratch()
+    for m, expected in ((mean, rows - mean[:, None, :]), (None, rows)):
+        fresh = gather(vectors, index, None, m)
+        kept = gather(vectors, index, None, m, scratch=scratch, slot="left")
+        assert fresh.dtype == kept.dtype == torch.float64
+        assert torch.equal(fresh, kept) and torch.equal(fresh, expected)
+
+
+def test_a_loops_buckets_gather_into_the_same_memory():
+    """A loop over buckets passes one Scratch: every bucket's gathered vectors (of both sides) are views of the same
+    two buffers (fresh megabytes per bucket would be fresh pages, faulted in on first write), and each bucket's
+    result equals the one computed without it."""
+    gen = torch.Generator().manual_seed(1)
+    vectors = torch.randn(500, 8, generator=gen)
+    seen: list[tuple[int, int]] = []
+
+    def record(x, y, _, __):
+        seen.append((x.data_ptr(), y.data_ptr()))
+        return torch.bmm(x, y.transpose(1, 2))
+
+    scratch = Scratch(GATHER)
+    for b, n, m in ((4, 7, 9), (9, 3, 5), (2, 12, 11)):
+        index = (torch.randint(0, 500, (b, n, 1), generator=gen), torch.randint(0, 500, (b, m, 1), generator=gen))
+        masks = (torch.ones(b, n, dtype=torch.bool), torch.ones(b, m, dtype=torch.bool))
+        got = pairwise(record, vectors, index, masks, scratch=scratch)
+        want = torch.bmm(vectors[index[0][..., 0]].double(), vectors[index[1][..., 0]].double().transpose(1, 2))
+        assert torch.equal(got, want)
+    assert len(set(seen)) == 1 and seen[0][0] != seen[0][1]
 
 
 def test_size_classes_pad_by_at_most_a_half():

@@ -22,7 +22,7 @@ from torch import Tensor
 from .histogram import Histogram, unit_rows
 from .packed import padded_index, sides_of
 
-__all__ = ["PointSets", "gather", "cosines", "unit_distances", "pairwise", "NEAR", "GATHER", "stage",
+__all__ = ["PointSets", "Scratch", "gather", "cosines", "unit_distances", "pairwise", "NEAR", "GATHER", "stage",
            "histogram_points"]
 
 
@@ -86,7 +86,32 @@ def histogram_points(pairs: Sequence[tuple[Histogram, Histogram]]) -> tuple[Tens
     return vectors, points, sides[:, 0], sides[:, 1]
 
 
-def gather(vectors: Tensor, index: Tensor, weights: Tensor | None, mean: Tensor | None) -> Tensor:
+class Scratch:
+    """Memory that a loop over buckets reuses for its large temporaries (the gathered vectors), one flat buffer per
+    slot and dtype, made once at the size of the largest request (at least `reserve` entries; memory that is
+    reserved but never written is never touched).
+
+    A fresh tensor of megabytes is fresh pages from the operating system on a CPU, one page fault per 4 KiB on first
+    write, which costs more than the gather that fills it; a buffer kept across the buckets is faulted in once per
+    loop. A view from :meth:`take` is valid until the same slot is taken again; one thread uses a Scratch at a time.
+    """
+
+    def __init__(self, reserve: int = 0) -> None:
+        self.reserve = reserve
+        self._held: dict[tuple[str, torch.dtype, torch.device], Tensor] = {}
+
+    def take(self, slot: str, shape: Sequence[int], dtype: torch.dtype, device: torch.device) -> Tensor:
+        """An uninitialised contiguous tensor of `shape`, a view of slot `slot`'s buffer."""
+        size = int(np.prod(shape, dtype=np.int64))
+        key = (slot, dtype, torch.device(device))
+        held = self._held.get(key)
+        if held is None or held.numel() < size:
+            held = self._held[key] = torch.empty(max(size, self.reserve), dtype=dtype, device=device)
+        return held[:size].view(tuple(shape))
+
+
+def gather(vectors: Tensor, index: Tensor, weights: Tensor | None, mean: Tensor | None, *,
+           scratch: Scratch | None = None, slot: str = "") -> Tensor:
     """A bucket's points as float64 ``[B, width, d]`` (not normalised: :func:`cosines` divides by the norms).
 
     Args:
@@ -95,12 +120,25 @@ def gather(vectors: Tensor, index: Tensor, weights: Tensor | None, mean: Tensor 
         weights: [B, width, g] float64 weights of an n-gram's tokens, or None (single tokens, weight 1).
         mean: [B, d] float64 centring mean of each side, or None; a point's tokens are centred before they are
             summed (``sum_j w_j (v_j - mean)``).
+        scratch, slot: Write the single-token points into slot `slot` of `scratch` (the result is a view of it,
+            valid until the slot is taken again) instead of new memory; the same numbers.
     """
     b, width, g = index.shape
-    x = vectors.index_select(0, index.reshape(-1)).reshape(b, width, g, vectors.shape[1])
-    # float64 by type promotion in the subtraction itself (exact widening, then one rounding): one pass, not two
-    x = x.to(torch.float64) if mean is None else torch.sub(x, mean[:, None, None, :])
-    return x[:, :, 0] if weights is None else (x * weights[..., None]).sum(2)
+    rows, dim = index.reshape(-1), vectors.shape[1]
+    shape = (b, width, g, dim)
+    if scratch is None or weights is not None:
+        x = vectors.index_select(0, rows).reshape(shape).to(torch.float64)  # new memory, widened exactly
+        if mean is not None:  # in place (a subtraction that promotes float32 makes a float64 temporary of it)
+            x.sub_(mean[:, None, None, :])
+        return x[:, :, 0] if weights is None else (x * weights[..., None]).sum(2)
+    device = vectors.device
+    if vectors.dtype == torch.float64 and mean is None:
+        return torch.index_select(vectors, 0, rows, out=scratch.take(slot, (len(rows), dim), torch.float64,
+                                                                     device)).reshape(shape)[:, :, 0]
+    x = torch.index_select(vectors, 0, rows, out=scratch.take(slot + "/rows", (len(rows), dim), vectors.dtype,
+                                                              device)).reshape(shape)
+    x = scratch.take(slot, shape, torch.float64, device).copy_(x)  # widened in the copy: no float64 temporary
+    return (x if mean is None else x.sub_(mean[:, None, None, :]))[:, :, 0]
 
 
 def cosines(x: Tensor, y: Tensor) -> Tensor:
@@ -135,27 +173,29 @@ GATHER = 1 << 21
 def pairwise(fn: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor], vectors: Tensor,
              index: tuple[Tensor, Tensor | None], mask: tuple[Tensor, Tensor | None], *,
              weights: tuple[Tensor | None, Tensor | None] = (None, None),
-             mean: tuple[Tensor | None, Tensor | None] = (None, None)) -> Tensor:
+             mean: tuple[Tensor | None, Tensor | None] = (None, None), scratch: Scratch | None = None) -> Tensor:
     """``fn(x, y, x_mask, y_mask)`` [B, n, m] of a bucket's two sides (:func:`gather` of ``index[0]`` and
     ``index[1]``, with their `weights` and centring `mean`; ``index[1]`` None: each side met with itself, gathered
     once), computed a slice of the bucket at a time so that at most :data:`GATHER` float64 vector entries are held
-    at once; one [B, n, m] result."""
+    at once; one [B, n, m] result. The gathered vectors live in `scratch` (a loop over buckets passes one; by default
+    one for this bucket's slices): `fn` must return new memory, not its inputs or views of them."""
     index_l, index_r = index
     same = index_r is None
     b, n = index_l.shape[0], index_l.shape[1]
     m = n if index_r is None else index_r.shape[1]
     width = n * index_l.shape[2] + (0 if index_r is None else m * index_r.shape[2])
     step = max(1, GATHER // max(1, width * int(vectors.shape[1])))
+    scratch = Scratch(GATHER) if scratch is None else scratch
 
     def part(rows: slice) -> Tensor:
         w_l, w_r = (None if w is None else w[rows] for w in weights)
         c_l, c_r = (None if c is None else c[rows] for c in mean)
-        x = gather(vectors, index_l[rows], w_l, c_l)
+        x = gather(vectors, index_l[rows], w_l, c_l, scratch=scratch, slot="left")
         mask_l = mask[0][rows]
         if same:
             return fn(x, x, mask_l, mask_l)
         assert index_r is not None and mask[1] is not None
-        return fn(x, gather(vectors, index_r[rows], w_r, c_r), mask_l, mask[1][rows])
+        return fn(x, gather(vectors, index_r[rows], w_r, c_r, scratch=scratch, slot="right"), mask_l, mask[1][rows])
 
     if step >= b:
         return part(slice(0, b))

@@ -43,7 +43,7 @@ from ..core.explanation import Explanation
 from ..core.histogram import Alignment, Histogram, unit_rows
 from ..core.options import Widget, option
 from ..core.packed import ranges, sides_of
-from ..core.pairs import PointSets, gather, pairwise, stage, unit_distances
+from ..core.pairs import GATHER, PointSets, Scratch, gather, pairwise, stage, unit_distances
 from ..core.parallel import Solver
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, library_versions, nrefs_label
@@ -327,6 +327,7 @@ def _group_costs(vectors: Tensor, points: PointSets, prediction: np.ndarray, ref
     """The padded costs of a group of size classes (`pairs`: the group's pairs, class after class), on the host
     (one copy for the group): (costs [B, n, m], the class's pairs) per class."""
     costs, members, done = [], [], 0
+    scratch = Scratch(GATHER)  # the buckets' gathered vectors, in the same memory
     for bucket, (width_h, width_r) in group:
         ks = pairs[done:done + len(bucket)]
         done += len(bucket)
@@ -342,7 +343,7 @@ def _group_costs(vectors: Tensor, points: PointSets, prediction: np.ndarray, ref
             mh, mr = means.table.index_select(0, staged[-2]), means.table.index_select(0, staged[-1])
         costs.append(pairwise(lambda x, y, x_mask, y_mask: moverscore_costs(x, y, cost, x_mask, y_mask), vectors,
                               (staged[0], staged[1]), (staged[2], staged[3]), mean=(mh, mr),
-                              weights=(staged[4], staged[5]) if wh is not None else (None, None)))
+                              weights=(staged[4], staged[5]) if wh is not None else (None, None), scratch=scratch))
         members.append(ks)
     return list(zip(_to_host(costs), members, strict=True))
 

@@ -35,7 +35,7 @@ from ..core import progress
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment, Histogram
 from ..core.options import option
-from ..core.pairs import PointSets, cosines, histogram_points, pairwise, stage
+from ..core.pairs import GATHER, PointSets, Scratch, cosines, histogram_points, pairwise, stage
 from ..core.parallel import Solver
 from ..core.references import ReferenceGroups
 from ..core.signature import Signature, format_float, library_versions, nrefs_label
@@ -169,15 +169,16 @@ def _twmd_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray, refe
     sides = np.stack([prediction[solvable], reference[solvable]], 1).reshape(-1)
     _, first = np.unique(key[sides], return_index=True)
     own = sides[np.sort(first)]
+    scratch = Scratch(GATHER)  # every bucket's gathered vectors, in the same memory
     own_c, own_r, _, _ = _side_values(vectors, points, own, own, means, side_mean, {**options, "symmetric": True},
-                                      False)
+                                      False, scratch)
     slot = {int(k): j for j, k in enumerate(key[own].tolist())}
     h_slot = np.array([slot[int(k)] for k in key[prediction[solvable]].tolist()], dtype=np.int64)
     r_slot = np.array([slot[int(k)] for k in key[reference[solvable]].tolist()], dtype=np.int64)
     same = key[prediction[solvable]] == key[reference[solvable]]
     cross = solvable[~same]
     cr_c, cr_r, costs, plans = _side_values(vectors, points, prediction[cross], reference[cross], means, side_mean,
-                                            options, return_plans)
+                                            options, return_plans, scratch)
     c_cc, r_cc, c_rr, r_rr = own_c[h_slot], own_r[h_slot], own_c[r_slot], own_r[r_slot]
     c_kr, r_kr = c_cc.copy(), r_cc.copy()
     c_kr[~same], r_kr[~same] = cr_c, cr_r
@@ -199,16 +200,18 @@ def _twmd_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray, refe
 
 
 def _side_values(vectors: Tensor, points: PointSets, left: np.ndarray, right: np.ndarray, means: SegmentMeans | None,
-                 side_mean: np.ndarray | None, options: dict[str, Any], return_plans: bool
-                 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], list[np.ndarray]]:
+                 side_mean: np.ndarray | None, options: dict[str, Any], return_plans: bool,
+                 scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], list[np.ndarray]]:
     """(candidate side, reference side) of the problems (left[q], right[q]), float64 host arrays, bucketed on the
-    vectors' device with one copy back; with `return_plans`, each problem's cost 1 - S and plan (else no lists)."""
+    vectors' device with one copy back (the buckets' vectors gathered into `scratch`); with `return_plans`, each
+    problem's cost 1 - S and plan (else no lists)."""
     device = vectors.device
     n, m = points.count[left], points.count[right]
     values: list[Tensor] = []
     order: list[np.ndarray] = []
     costs: list[np.ndarray] = [np.zeros((0, 0))] * (len(left) if return_plans else 0)
     plans: list[np.ndarray] = list(costs)
+    scratch = Scratch(GATHER) if scratch is None else scratch
     for bucket in buckets(list(zip(n.tolist(), m.tolist(), strict=True)),
                           budget=_BUDGET if device.type == "cpu" else _DEVICE_BUDGET):
         q = np.asarray(bucket, dtype=np.int64)
@@ -224,7 +227,7 @@ def _side_values(vectors: Tensor, points: PointSets, left: np.ndarray, right: np
             mean_l, mean_r = means.table.index_select(0, staged[4]), means.table.index_select(0, staged[5])
         symmetric = bool(options.get("symmetric"))  # each text with itself: one gather
         sim = pairwise(lambda x, y, _, __: cosines(x, y), vectors, (staged[0], None if symmetric else staged[1]),
-                       (staged[2], None if symmetric else staged[3]), mean=(mean_l, mean_r))
+                       (staged[2], None if symmetric else staged[3]), mean=(mean_l, mean_r), scratch=scratch)
         cand, ref, plan = tempered_values(sim, staged[2], staged[3], return_plan=return_plans, **options)
         values.append(torch.stack([cand, ref], 1))
         order.append(q)

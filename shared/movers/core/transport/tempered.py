@@ -123,7 +123,7 @@ def tempered_values(sim: Tensor, x_mask: Tensor, y_mask: Tensor, *, temperature:
     cand_dims, ref_dims = ((1, 2) * iterations, (2, 1) * iterations) if mode == "sinkhorn" else ((2,), (1,))
     if 2.0 / temperature < DIRECT_RANGE:
         valid = x_mask.unsqueeze(2) & y_mask.unsqueeze(1)
-        kernel = ((sim - 1.0) / temperature).exp_().mul_(valid)
+        kernel = sim.sub(1.0).div_(temperature).exp_().mul_(valid)  # one new [B, n, m] array
         cand = _direct_value(kernel, sim, cand_dims, n, inplace=symmetric)
         return cand, cand if symmetric else _direct_value(kernel, sim, ref_dims, m, inplace=True), plan
     logits = _logits(sim, x_mask, y_mask, temperature)
