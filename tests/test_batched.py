@@ -148,7 +148,7 @@ def test_a_buckets_arrays_reach_the_device_in_one_buffer():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_gathered_points_are_the_rows_widened_and_centred(dtype):
     """Hand computation: point (b, i) is ``vectors[index[b, i]] - mean[b]`` in float64; the same numbers (bitwise)
-    whether they are written into a Scratch or into new memory."""
+    whether they are written into given memory or into new memory."""
     gen = torch.Generator().manual_seed(0)
     vectors = torch.randn(40, 6, generator=gen, dtype=dtype)
     index = torch.randint(0, 40, (3, 5, 1), generator=gen)
@@ -157,15 +157,18 @@ def test_gathered_points_are_the_rows_widened_and_centred(dtype):
     scratch = Scratch()
     for m, expected in ((mean, rows - mean[:, None, :]), (None, rows)):
         fresh = gather(vectors, index, None, m)
-        kept = gather(vectors, index, None, m, scratch=scratch, slot="left")
+        read = scratch.take("rows", [(15, 6)], dtype, vectors.device)[0]
+        wide = scratch.take("points", [(3, 5, 1, 6)], torch.float64, vectors.device)[0]
+        kept = gather(vectors, index, None, m, out=(read, wide))
+        assert kept.data_ptr() == wide.data_ptr()
         assert fresh.dtype == kept.dtype == torch.float64
         assert torch.equal(fresh, kept) and torch.equal(fresh, expected)
 
 
 def test_a_loops_buckets_gather_into_the_same_memory():
-    """A loop over buckets passes one Scratch: every bucket's gathered vectors (of both sides) are views of the same
-    two buffers (fresh megabytes per bucket would be fresh pages, faulted in on first write), and each bucket's
-    result equals the one computed without it."""
+    """A loop over buckets passes one Scratch: every bucket's gathered vectors (both sides, one after the other) are
+    views of the same buffer (fresh megabytes per bucket would be fresh pages, faulted in on first write), and each
+    bucket's result equals the hand-computed product."""
     gen = torch.Generator().manual_seed(1)
     vectors = torch.randn(500, 8, generator=gen)
     seen: list[tuple[int, int]] = []
@@ -181,7 +184,9 @@ def test_a_loops_buckets_gather_into_the_same_memory():
         got = pairwise(record, vectors, index, masks, scratch=scratch)
         want = torch.bmm(vectors[index[0][..., 0]].double(), vectors[index[1][..., 0]].double().transpose(1, 2))
         assert torch.equal(got, want)
-    assert len(set(seen)) == 1 and seen[0][0] != seen[0][1]
+    assert len({left for left, _ in seen}) == 1
+    # each bucket's right side starts where its left side (b x n points of 8 float64) ends
+    assert [right - left for left, right in seen] == [4 * 7 * 8 * 8, 9 * 3 * 8 * 8, 2 * 12 * 8 * 8]
 
 
 def test_size_classes_pad_by_at_most_a_half():

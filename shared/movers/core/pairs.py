@@ -87,31 +87,34 @@ def histogram_points(pairs: Sequence[tuple[Histogram, Histogram]]) -> tuple[Tens
 
 
 class Scratch:
-    """Memory that a loop over buckets reuses for its large temporaries (the gathered vectors), one flat buffer per
-    slot and dtype, made once at the size of the largest request (at least `reserve` entries; memory that is
-    reserved but never written is never touched).
+    """Memory that a loop over buckets reuses for its large temporaries (the gathered vectors): one flat buffer per
+    slot and dtype, made once at the size of the largest request (at least `reserve` entries; memory reserved but
+    never written is never touched).
 
-    A fresh tensor of megabytes is fresh pages from the operating system on a CPU, one page fault per 4 KiB on first
+    On a CPU a fresh tensor of megabytes is fresh pages from the operating system, one page fault per 4 KiB on first
     write, which costs more than the gather that fills it; a buffer kept across the buckets is faulted in once per
-    loop. A view from :meth:`take` is valid until the same slot is taken again; one thread uses a Scratch at a time.
+    loop. The views from :meth:`take` are valid until the same slot is taken again; one thread uses a Scratch at a
+    time.
     """
 
     def __init__(self, reserve: int = 0) -> None:
         self.reserve = reserve
         self._held: dict[tuple[str, torch.dtype, torch.device], Tensor] = {}
 
-    def take(self, slot: str, shape: Sequence[int], dtype: torch.dtype, device: torch.device) -> Tensor:
-        """An uninitialised contiguous tensor of `shape`, a view of slot `slot`'s buffer."""
-        size = int(np.prod(shape, dtype=np.int64))
+    def take(self, slot: str, shapes: Sequence[Sequence[int]], dtype: torch.dtype, device: torch.device
+             ) -> list[Tensor]:
+        """Uninitialised contiguous tensors of `shapes`, consecutive views of slot `slot`'s buffer."""
+        sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
         key = (slot, dtype, torch.device(device))
         held = self._held.get(key)
-        if held is None or held.numel() < size:
-            held = self._held[key] = torch.empty(max(size, self.reserve), dtype=dtype, device=device)
-        return held[:size].view(tuple(shape))
+        if held is None or held.numel() < sum(sizes):
+            held = self._held[key] = torch.empty(max(sum(sizes), self.reserve), dtype=dtype, device=device)
+        starts = np.cumsum([0, *sizes]).tolist()
+        return [held[a:b].view(tuple(shape)) for a, b, shape in zip(starts, starts[1:], shapes, strict=False)]
 
 
 def gather(vectors: Tensor, index: Tensor, weights: Tensor | None, mean: Tensor | None, *,
-           scratch: Scratch | None = None, slot: str = "") -> Tensor:
+           out: tuple[Tensor, Tensor] | None = None) -> Tensor:
     """A bucket's points as float64 ``[B, width, d]`` (not normalised: :func:`cosines` divides by the norms).
 
     Args:
@@ -120,24 +123,22 @@ def gather(vectors: Tensor, index: Tensor, weights: Tensor | None, mean: Tensor 
         weights: [B, width, g] float64 weights of an n-gram's tokens, or None (single tokens, weight 1).
         mean: [B, d] float64 centring mean of each side, or None; a point's tokens are centred before they are
             summed (``sum_j w_j (v_j - mean)``).
-        scratch, slot: Write the single-token points into slot `slot` of `scratch` (the result is a view of it,
-            valid until the slot is taken again) instead of new memory; the same numbers.
+        out: Memory to gather single-token points into instead of new memory (the result is a view of it; the
+            same numbers): the rows as read ``[B·width·g, d]`` in the vectors' dtype, and ``[B, width, g, d]``
+            float64.
     """
     b, width, g = index.shape
-    rows, dim = index.reshape(-1), vectors.shape[1]
-    shape = (b, width, g, dim)
-    if scratch is None or weights is not None:
+    rows, shape = index.reshape(-1), (b, width, g, vectors.shape[1])
+    if out is None or weights is not None:
         x = vectors.index_select(0, rows).reshape(shape).to(torch.float64)  # new memory, widened exactly
         if mean is not None:  # in place (a subtraction that promotes float32 makes a float64 temporary of it)
             x.sub_(mean[:, None, None, :])
         return x[:, :, 0] if weights is None else (x * weights[..., None]).sum(2)
-    device = vectors.device
-    if vectors.dtype == torch.float64 and mean is None:
-        return torch.index_select(vectors, 0, rows, out=scratch.take(slot, (len(rows), dim), torch.float64,
-                                                                     device)).reshape(shape)[:, :, 0]
-    x = torch.index_select(vectors, 0, rows, out=scratch.take(slot + "/rows", (len(rows), dim), vectors.dtype,
-                                                              device)).reshape(shape)
-    x = scratch.take(slot, shape, torch.float64, device).copy_(x)  # widened in the copy: no float64 temporary
+    read, wide = out
+    if vectors.dtype == torch.float64:
+        x = torch.index_select(vectors, 0, rows, out=wide.view(-1, shape[3])).view(shape)
+    else:  # widened in the copy: no float64 temporary
+        x = wide.copy_(torch.index_select(vectors, 0, rows, out=read).view(shape))
     return (x if mean is None else x.sub_(mean[:, None, None, :]))[:, :, 0]
 
 
@@ -184,18 +185,23 @@ def pairwise(fn: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor], vectors: Te
     b, n = index_l.shape[0], index_l.shape[1]
     m = n if index_r is None else index_r.shape[1]
     width = n * index_l.shape[2] + (0 if index_r is None else m * index_r.shape[2])
-    step = max(1, GATHER // max(1, width * int(vectors.shape[1])))
+    dim = int(vectors.shape[1])
+    step = max(1, GATHER // max(1, width * dim))
     scratch = Scratch(GATHER) if scratch is None else scratch
 
     def part(rows: slice) -> Tensor:
         w_l, w_r = (None if w is None else w[rows] for w in weights)
         c_l, c_r = (None if c is None else c[rows] for c in mean)
-        x = gather(vectors, index_l[rows], w_l, c_l, scratch=scratch, slot="left")
+        sides = [index_l[rows]] + ([] if index_r is None else [index_r[rows]])
+        shapes = [(*x.shape, dim) for x in sides]  # both sides' points in one buffer: at most GATHER entries
+        wide = scratch.take("points", shapes, torch.float64, vectors.device)
+        read = scratch.take("rows", [(x.numel(), dim) for x in sides], vectors.dtype, vectors.device)
+        x = gather(vectors, sides[0], w_l, c_l, out=(read[0], wide[0]))
         mask_l = mask[0][rows]
         if same:
             return fn(x, x, mask_l, mask_l)
-        assert index_r is not None and mask[1] is not None
-        return fn(x, gather(vectors, index_r[rows], w_r, c_r, scratch=scratch, slot="right"), mask_l, mask[1][rows])
+        assert mask[1] is not None
+        return fn(x, gather(vectors, sides[1], w_r, c_r, out=(read[1], wide[1])), mask_l, mask[1][rows])
 
     if step >= b:
         return part(slice(0, b))

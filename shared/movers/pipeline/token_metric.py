@@ -112,9 +112,9 @@ class TokenMetric(EmbeddingMetric[OptionsT, C], Generic[OptionsT, C]):
         scratch, vectors = Scratch(), items.vectors
         for start in range(0, len(tokens), _SUM_STEP):
             index, text = stage([tokens[start:start + _SUM_STEP], texts[start:start + _SUM_STEP]], device)
-            rows = torch.index_select(vectors, 0, index, out=scratch.take("rows", (len(index), dim), vectors.dtype,
-                                                                          device))
-            sums[:, :dim].index_add_(0, text, scratch.take("wide", rows.shape, torch.float64, device).copy_(rows))
+            read = scratch.take("rows", [(len(index), dim)], vectors.dtype, device)[0]
+            wide = scratch.take("wide", [(len(index), dim)], torch.float64, device)[0]
+            sums[:, :dim].index_add_(0, text, wide.copy_(torch.index_select(vectors, 0, index, out=read)))
         rows, count = stage([items.rows, counts], device)
         sums[:, dim] = count
         per_text = sums.index_select(0, rows)
