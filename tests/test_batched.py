@@ -1,8 +1,8 @@
 """Per-text work in batches: a token metric's call launches torch operations and copies per batch of texts, not per
 text (counted with torch.profiler, the encoder's forward pass left out); each distinct text is tokenised once per
 call; token classes come from the vocabulary's tables and equal the string rules; the host arrays of a bucket reach
-the device in one buffer; a loop's buckets gather their vectors into the same memory. Expected values are the string rules of movers.text.filters, the tokenizer's own Python
-call and hand counts, not the code under test."""
+the device in one buffer; a loop's buckets gather their vectors into the same memory. Expected values are the
+string rules of movers.text.filters, the tokenizer's own Python call and hand counts, not the code under test."""
 from __future__ import annotations
 
 import json
@@ -157,8 +157,8 @@ def test_gathered_points_are_the_rows_widened_and_centred(dtype):
     scratch = Scratch()
     for m, expected in ((mean, rows - mean[:, None, :]), (None, rows)):
         fresh = gather(vectors, index, None, m)
-        read = scratch.take("rows", [(15, 6)], dtype, vectors.device)[0]
-        wide = scratch.take("points", [(3, 5, 1, 6)], torch.float64, vectors.device)[0]
+        read, wide = scratch.points([index], vectors)[0]
+        assert read.shape == (15, 6) and read.dtype == dtype and wide.shape == (3, 5, 1, 6)
         kept = gather(vectors, index, None, m, out=(read, wide))
         assert kept.data_ptr() == wide.data_ptr()
         assert fresh.dtype == kept.dtype == torch.float64

@@ -112,6 +112,14 @@ class Scratch:
         starts = np.cumsum([0, *sizes]).tolist()
         return [held[a:b].view(tuple(shape)) for a, b, shape in zip(starts, starts[1:], shapes, strict=False)]
 
+    def points(self, indexes: Sequence[Tensor], vectors: Tensor) -> list[tuple[Tensor, Tensor]]:
+        """:func:`gather`'s `out` for each index [B, width, g] of `indexes`, one after the other in two buffers: the
+        rows as read (slot "rows", the vectors' dtype) and the float64 points (slot "points")."""
+        dim = int(vectors.shape[1])
+        read = self.take("rows", [(x.numel(), dim) for x in indexes], vectors.dtype, vectors.device)
+        wide = self.take("points", [(*x.shape, dim) for x in indexes], torch.float64, vectors.device)
+        return list(zip(read, wide, strict=True))
+
 
 def gather(vectors: Tensor, index: Tensor, weights: Tensor | None, mean: Tensor | None, *,
            out: tuple[Tensor, Tensor] | None = None) -> Tensor:
@@ -185,23 +193,20 @@ def pairwise(fn: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor], vectors: Te
     b, n = index_l.shape[0], index_l.shape[1]
     m = n if index_r is None else index_r.shape[1]
     width = n * index_l.shape[2] + (0 if index_r is None else m * index_r.shape[2])
-    dim = int(vectors.shape[1])
-    step = max(1, GATHER // max(1, width * dim))
+    step = max(1, GATHER // max(1, width * int(vectors.shape[1])))
     scratch = Scratch(GATHER) if scratch is None else scratch
 
     def part(rows: slice) -> Tensor:
         w_l, w_r = (None if w is None else w[rows] for w in weights)
         c_l, c_r = (None if c is None else c[rows] for c in mean)
         sides = [index_l[rows]] + ([] if index_r is None else [index_r[rows]])
-        shapes = [(*x.shape, dim) for x in sides]  # both sides' points in one buffer: at most GATHER entries
-        wide = scratch.take("points", shapes, torch.float64, vectors.device)
-        read = scratch.take("rows", [(x.numel(), dim) for x in sides], vectors.dtype, vectors.device)
-        x = gather(vectors, sides[0], w_l, c_l, out=(read[0], wide[0]))
+        out = scratch.points(sides, vectors)  # both sides in one buffer: at most GATHER float64 entries
+        x = gather(vectors, sides[0], w_l, c_l, out=out[0])
         mask_l = mask[0][rows]
         if same:
             return fn(x, x, mask_l, mask_l)
         assert mask[1] is not None
-        return fn(x, gather(vectors, sides[1], w_r, c_r, out=(read[1], wide[1])), mask_l, mask[1][rows])
+        return fn(x, gather(vectors, sides[1], w_r, c_r, out=out[1]), mask_l, mask[1][rows])
 
     if step >= b:
         return part(slice(0, b))

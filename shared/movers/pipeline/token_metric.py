@@ -20,7 +20,7 @@ import torch
 from ..core.explanation import Explanation
 from ..core.histogram import Alignment
 from ..core.packed import ranges, sides_of
-from ..core.pairs import PointSets, Scratch, stage
+from ..core.pairs import PointSets, Scratch, gather, stage
 from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder
 from ..text.token_batch import TokenBatch, TokenTexts
@@ -109,12 +109,12 @@ class TokenMetric(EmbeddingMetric[OptionsT, C], Generic[OptionsT, C]):
         distinct, dim, device = len(items.packed), items.dim, items.device
         sums = torch.zeros(distinct, dim + 1, dtype=torch.float64, device=device)
         counts = np.bincount(texts, minlength=distinct).astype(np.float64)
-        scratch, vectors = Scratch(), items.vectors
+        scratch = Scratch()
         for start in range(0, len(tokens), _SUM_STEP):
             index, text = stage([tokens[start:start + _SUM_STEP], texts[start:start + _SUM_STEP]], device)
-            read = scratch.take("rows", [(len(index), dim)], vectors.dtype, device)[0]
-            wide = scratch.take("wide", [(len(index), dim)], torch.float64, device)[0]
-            sums[:, :dim].index_add_(0, text, wide.copy_(torch.index_select(vectors, 0, index, out=read)))
+            index = index.view(1, -1, 1)  # one side of single tokens
+            wide = gather(items.vectors, index, None, None, out=scratch.points([index], items.vectors)[0])
+            sums[:, :dim].index_add_(0, text, wide[0])
         rows, count = stage([items.rows, counts], device)
         sums[:, dim] = count
         per_text = sums.index_select(0, rows)
