@@ -17,8 +17,9 @@ best of `--repeats` runs, alternating:
 
 Then, over the first `--ops-pairs` pairs, the torch operations and the copies (``aten::to``, ``aten::_to_copy``,
 ``aten::copy_``) per pair of each metric call beyond the encoder's forward pass (torch.profiler; the forward pass
-is the ``movers: encoder forward`` range). Times depend on the encoder's shape, not its weights, so ``--shape``
-runs random weights of a given shape with the bundled tokenizer, where the bundled weights are not installed.
+is the ``movers: encoder forward`` range; on one transport thread, as the profiler sees only the calling thread).
+Times depend on the encoder's shape, not its weights, so ``--shape`` runs random weights of a given shape with the
+bundled tokenizer, where the bundled weights are not installed.
 """
 from __future__ import annotations
 
@@ -75,7 +76,8 @@ def random_model(shape: str, folder: Path, tokenizer: str | None = None) -> str:
 
 def operations(fn: Any, *args: Any, **kwargs: Any) -> tuple[int, int, Counter[str]]:
     """(torch operations, copies, the operations by name) of ``fn(*args, **kwargs)`` outside the encoder's forward
-    pass, counted with torch.profiler: every ``aten::`` event, nested ones included."""
+    pass, counted with torch.profiler: every ``aten::`` event, nested ones included. The profiler sees the calling
+    thread only: a metric call is counted on one transport thread (``transport_threads=1``)."""
     from torch.profiler import ProfilerActivity, profile
 
     from movers.text.embedding import FORWARD_LABEL
@@ -143,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.ops_pairs:
                 n = min(args.ops_pairs, len(preds))
                 for slug in metrics:
-                    ops, copies, _ = operations(getattr(movers, slug), preds[:n], refs[:n], model=model, device=device)
+                    ops, copies, _ = operations(getattr(movers, slug), preds[:n], refs[:n], model=model, device=device,
+                                                transport_threads=1)
                     row[f"{slug} ops/pair"], row[f"{slug} copies/pair"] = ops / n, copies / n
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)

@@ -17,14 +17,24 @@ from torch import Tensor
 
 from .common import Transport, log_mass
 
-__all__ = ["unbalanced_sinkhorn_batch", "overrelaxation", "OVERRELAXATION"]
+__all__ = ["unbalanced_sinkhorn_batch", "overrelaxation", "iterates_on_host", "OVERRELAXATION"]
 
 OVERRELAXATION = 1.95
 """The largest over-relaxation factor ω of the accelerated unbalanced solver (plain scaling iterations: ω = 1);
 the factor itself is :func:`overrelaxation`'s, from the marginal strengths."""
+_HOST_NUMPY = True
+"""On a CPU the iterations run in numpy (False: in torch, as on an accelerator, so that a test on a CPU counts the
+operations an accelerator launches)."""
 _DUAL_RTOL = 1e-12
 """A relaxed block is undone if it lowers the dual by more than this fraction of the dual's size (the float64
 noise of those sums is ~1e-15 of it)."""
+
+
+def iterates_on_host(device: torch.device) -> bool:
+    """Whether :func:`unbalanced_sinkhorn_batch` iterates in numpy for problems on `device` (a CPU): there each
+    operation costs little and a batch's padding costs its full work; elsewhere it iterates in torch, one kernel
+    launch per operation whatever the batch's size, so fewer, larger batches are faster."""
+    return device.type == "cpu" and _HOST_NUMPY
 
 
 def overrelaxation(reg: float, reg_a: float, reg_b: float) -> float:
@@ -127,7 +137,7 @@ def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: fl
     scaled = cost / reg  # C / ε = -log K
     inputs: dict[str, Any] = {"log_a": log_mass(a), "log_b": log_mass(b), "scaled": scaled,
               "valid_a": valid_a, "valid_b": valid_b}
-    on_cpu = cost.device.type == "cpu"
+    on_cpu = iterates_on_host(cost.device)
     if on_cpu:  # numpy views of the same memory
         state = {k: x.numpy() for k, x in state.items()}
         inputs = {k: x.detach().numpy() for k, x in inputs.items()}
