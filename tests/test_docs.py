@@ -487,6 +487,7 @@ def test_the_defaults_table_is_the_declarations():
 def test_figures_restated_from_declarations_are_the_declared_ones():
     """A limit a page states in words is the constant it names."""
     from movers.core.validation import MAX_TEXT_CHARS
+    from movers.metrics.lazy_emd import _DEVICE_SOLVER_BUDGET
     from movers.text.guards import MAX_TRANSPORT_ENTRIES
 
     stated = []
@@ -496,6 +497,8 @@ def test_figures_restated_from_declarations_are_the_declared_ones():
             stated.append((path, int(m.group(1).replace(",", "")), MAX_TEXT_CHARS))
         for m in re.finditer(r"`movers\.text\.guards\.MAX_TRANSPORT_ENTRIES` \(2\^(\d+)", text):
             stated.append((path, 2 ** int(m.group(1)), MAX_TRANSPORT_ENTRIES))
+        for m in re.finditer(r"up to (\d+) M padded\s+entries", text):  # Lazy-EMD's buckets on an accelerator
+            stated.append((path, int(m.group(1)) << 20, _DEVICE_SOLVER_BUDGET))
     assert stated and all(said == declared for _, said, declared in stated), stated
 
 
