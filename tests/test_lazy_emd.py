@@ -760,6 +760,41 @@ def test_torch_iterations_equal_the_numpy_iterations(accelerate, reg_a, reg_b):
     np.testing.assert_allclose(torch_run["log_v"], numpy_run["log_v"], atol=1e-10, rtol=0)
 
 
+@pytest.mark.parametrize("reg_a,reg_b", [(3.68, 4.96), (0.23, 0.31), (INF, INF)])
+def test_torch_iterations_read_the_device_three_times_a_block(reg_a, reg_b, monkeypatch):
+    """On an accelerator every value read back to the host (a tensor's bool, a list of flags) waits until the queued
+    kernels have run. The torch iterations read at most three times per block of `check_every` iterations (whether
+    the block can run on the kept kernel, whether its scalings stayed in range, which problems stopped), plus the
+    input checks and the result's; the results stay the numpy iterations' (the same float64 operations; torch's
+    exp and log may round the last bit differently from numpy's)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from movers.core.transport import unbalanced
+
+    a, b, c, va, vb = _batch([_problem(90 + s, n, m) for s, (n, m) in enumerate([(9, 11), (14, 6), (5, 5), (12, 12)])])
+    args = dict(reg=0.009, reg_a=reg_a, reg_b=reg_b, valid_a=va, valid_b=vb)
+    on_host = unbalanced_sinkhorn_batch(a, b, c.clone(), **args)
+    reads = []
+
+    class Reads(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket.__name__ == "_local_scalar_dense":  # bool(t), t.item()
+                reads.append(func)
+            return func(*args, **(kwargs or {}))
+
+    read = unbalanced._read
+    monkeypatch.setattr(unbalanced, "_read", lambda flags: reads.append("flags") or read(flags))  # one read each
+    monkeypatch.setattr(unbalanced, "_HOST_NUMPY", False)
+    with Reads():
+        in_torch = unbalanced_sinkhorn_batch(a, b, c.clone(), **args)
+    blocks = math.ceil(int(in_torch.iterations.max()) / 10)
+    assert blocks >= 5  # the case is one that iterates
+    assert len(reads) <= 3 * blocks + 8, (len(reads), blocks)
+    assert torch.equal(in_torch.iterations, on_host.iterations)
+    torch.testing.assert_close(in_torch.plan, on_host.plan, atol=1e-14, rtol=1e-9)
+    torch.testing.assert_close(in_torch.cost, on_host.cost, atol=0.0, rtol=1e-12)
+
+
 @pytest.mark.parametrize("centering, k", [("corpus", 32), ("batch", 2), ("none", 32)])
 def test_huge_calls_are_scored_in_bounded_chunks(monkeypatch, centering, k):
     """Embedding and transport run CHUNK segments at a time (whole centring batches); per-call IDF covers

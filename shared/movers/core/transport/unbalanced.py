@@ -185,7 +185,9 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
     omega = nx.full((errors.shape[0], 1), w_star, type_as=errors)
     dual = nx.full(errors.shape, -inf, type_as=errors)
     active = nx.arange(errors.shape[0], type_as=iterations)
-    sub = [scaled, log_a, log_b, valid_a, valid_b]  # the active problems' inputs, gathered as problems drop out
+    # The active problems' inputs, gathered as problems drop out; with them the positions with mass (a finite log
+    # mass), computed once rather than in every block.
+    sub = [scaled, log_a, log_b, valid_a, valid_b, nx.isfinite(log_a), nx.isfinite(log_b)]
     kernel = None  # the active problems' stabilised kernel (:class:`_Kernel`), kept while it can carry them
     done = 0
     while active.shape[0] and done < max_iter:
@@ -193,28 +195,30 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
         steps = min(check_every, max_iter - done)
         relaxed = w_star > 1.0 and done > 0
         w = omega[active] if relaxed else None
-        s_cost, la, lb, va, vb = sub
+        s_cost, la, lb, va, vb, has_a, has_b = sub
         block = None
         if done > 0:
-            block, kernel = _kernel_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w, kernel) \
-                or (None, None)
+            block, kernel = _kernel_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w, kernel,
+                                          (has_a, has_b)) or (None, None)
         elif accelerate and steps > 1:
             # The first iteration moves the potentials far from the start (by log-sum-exp); the kernel
             # stabilised there carries the rest of the first block.
             first = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu0, lv0, 1, phi_a, phi_b, None)
             block, kernel = _kernel_block(nx, s_cost, la, lb, va, vb, first[2], first[3], steps - 1, phi_a, phi_b,
-                                          None, None) or (None, None)
+                                          None, None, (has_a, has_b)) or (None, None)
         if block is None:  # the plain iterations' first block (the original's path), or a kernel out of range
             block = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w)
         lu_prev, lv_prev, lu, lv, log_mass_p = block
+        # Positions with mass and a finite scaling, for the translation and the dual (a translation keeps them).
+        ok = (has_a & nx.isfinite(lu), has_b & nx.isfinite(lv))
         if translate is not None:
-            lu, lv = _translate(nx, lu, lv, la, lb, reg, *translate)
+            lu, lv = _translate(nx, lu, lv, la, lb, reg, *translate, ok=ok)
         done += steps
         err = 0.5 * (_relative_change(nx, lu_prev, lu) + _relative_change(nx, lv_prev, lv))
         if w_star > 1.0:
             # Safeguard: plain iterations and translation steps never lower the dual; a relaxed block that does
             # (far from the optimum, where the sweep is not yet linear) is undone and redone plain.
-            new_dual, scale = _dual(nx, lu, lv, la, lb, log_mass_p, reg, reg_a, reg_b)
+            new_dual, scale = _dual(nx, lu, lv, la, lb, log_mass_p, reg, reg_a, reg_b, ok=ok)
             keep = new_dual >= dual[active] - _DUAL_RTOL * scale
             if w is not None:
                 keep = keep | (w[:, 0] == 1.0)
@@ -233,36 +237,44 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
             kernel = None if kernel is None else kernel.select(going)
 
 
-def _dual(nx, lu, lv, la, lb, log_mass_p, reg: float, reg_a: float, reg_b: float):
+def _dual(nx, lu, lv, la, lb, log_mass_p, reg: float, reg_a: float, reg_b: float, ok=None):
     """The dual objective per problem (up to a constant), and the size of its terms (for a float64 tolerance).
 
     ``D = -λa Σ a u^(-ε/λa) - λb Σ b v^(-ε/λb) - ε Σ P`` (``ε Σ a log u`` for λ = ∞, nothing for λ = 0), over
-    positions with mass and a finite scaling; ``log_mass_p`` is ``log Σ P``.
+    positions with mass and a finite scaling (``ok``: each side's, when the caller has them); ``log_mass_p`` is
+    ``log Σ P``.
     """
-    def side(lmass, lscale, lam):
-        ok = nx.isfinite(lmass) & nx.isfinite(lscale)
+    ok = _with_scaling(nx, la, lb, lu, lv) if ok is None else ok
+
+    def side(lmass, lscale, ok, lam):
         if lam == 0.0:
             return nx.zeros(lmass.shape[:1], type_as=lmass)
         if lam == float("inf"):
             return reg * nx.sum(nx.where(ok, nx.exp(lmass) * lscale, 0.0), axis=-1)
         return -lam * nx.exp(_nx_lse(nx, nx.where(ok, lmass - (reg / lam) * lscale, -float("inf")), axis=-1))
 
-    term_a, term_b, coupling = side(la, lu, reg_a), side(lb, lv, reg_b), reg * nx.exp(log_mass_p)
+    term_a, term_b, coupling = side(la, lu, ok[0], reg_a), side(lb, lv, ok[1], reg_b), reg * nx.exp(log_mass_p)
     return term_a + term_b - coupling, nx.abs(term_a) + nx.abs(term_b) + coupling
 
 
-def _translate(nx, lu, lv, la, lb, reg: float, inv_a: float, inv_b: float):
+def _with_scaling(nx, la, lb, lu, lv):
+    """Each side's positions with mass and a finite scaling."""
+    return nx.isfinite(la) & nx.isfinite(lu), nx.isfinite(lb) & nx.isfinite(lv)
+
+
+def _translate(nx, lu, lv, la, lb, reg: float, inv_a: float, inv_b: float, ok=None):
     """The exact dual maximiser along ``(f + t, g - t)``: ``log u += t/ε``, ``log v -= t/ε``.
 
     ``t = (log Σ_i a_i u_i^(-ε/λa) - log Σ_j b_j v_j^(-ε/λb)) / (1/λa + 1/λb)``, over positions with
-    mass and a finite scaling; no shift if a side has none.
+    mass and a finite scaling (``ok``: each side's, when the caller has them); no shift if a side has none.
     """
-    def side(lmass, lscale, inv):
-        ok = nx.isfinite(lmass) & nx.isfinite(lscale)
+    ok = _with_scaling(nx, la, lb, lu, lv) if ok is None else ok
+
+    def side(lmass, lscale, ok, inv):
         return _nx_lse(nx, nx.where(ok, lmass - (reg * inv) * lscale, -float("inf")), axis=-1)
 
-    t = (side(la, lu, inv_a) - side(lb, lv, inv_b)) / (inv_a + inv_b)
-    shift = nx.where(nx.isfinite(t), t / reg, nx.zeros(t.shape, type_as=t))[:, None]
+    t = (side(la, lu, ok[0], inv_a) - side(lb, lv, ok[1], inv_b)) / (inv_a + inv_b)
+    shift = nx.where(nx.isfinite(t), t / reg, 0.0)[:, None]
     return lu + shift, lv - shift  # -inf stays -inf
 
 
@@ -311,7 +323,7 @@ class _Kernel:
 
 
 def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, phi_b: float, omega,
-                  kernel: _Kernel | None):
+                  kernel: _Kernel | None, has_mass):
     """The same iterations as products on a stabilised kernel.
 
     With ``α``, ``β`` the stabilisation point (the scalings ``log u``, ``log v`` at this or an earlier block's
@@ -321,21 +333,27 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
     half-step plus a few vector operations, no exponential of the cost. Rows and columns without mass are kept
     out by a 0/1 factor (their kernel entries are 1, so every sum stays positive). Returns (the block, the
     kernel), or None (the caller redoes the block by log-sum-exp) if a row or column that must carry mass has no
-    scaling at the start, or if a scaling leaves the float range during the block.
+    scaling at the start, or if a scaling leaves the float range during the block. `has_mass`: the positions
+    with mass on each side (``isfinite(la)``, ``isfinite(lb)``). Each decision reads the device once (one
+    synchronisation on an accelerator), for both sides together.
     """
-    fin_a, fin_b = nx.isfinite(lu), nx.isfinite(lv)
-    need_a = va & nx.isfinite(la)  # rows that must carry mass when phi_a > 0
-    need_b = vb & nx.isfinite(lb)
-    if (phi_a > 0 and bool((need_a & ~fin_a).any())) or (phi_b > 0 and bool((need_b & ~fin_b).any())):
-        return None
+    need_a, need_b = va & has_mass[0], vb & has_mass[1]  # rows and columns that must carry mass when phi > 0
+    unscaled = [need & ~nx.isfinite(scaling) for need, scaling, phi in ((need_a, lu, phi_a), (need_b, lv, phi_b))
+                if phi > 0]
     # Rows/columns with a scaling: those with mass (φ > 0), or every valid one (φ = 0: u = 1).
     on_a = need_a if phi_a > 0 else va
     on_b = need_b if phi_b > 0 else vb
     zero_a, zero_b = nx.zeros(lu.shape, type_as=lu), nx.zeros(lv.shape, type_as=lv)
+    missing = _any_of(unscaled) if unscaled else None
+    kept = None
     if kernel is not None:
         lu_t, lv_t = nx.where(on_a, lu - kernel.alpha, zero_a), nx.where(on_b, lv - kernel.beta, zero_b)
-        if not (bool((nx.abs(lu_t) < _REUSE).all()) and bool((nx.abs(lv_t) < _REUSE).all())):
-            kernel = None
+        kept = (nx.abs(lu_t) < _REUSE).all() & (nx.abs(lv_t) < _REUSE).all()
+    missing, kept = _read([missing, kept])
+    if missing:
+        return None
+    if not kept:
+        kernel = None
     if kernel is None:
         alpha, beta = nx.where(on_a, lu, zero_a), nx.where(on_b, lv, zero_b)
         kernel = _Kernel(_stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b), alpha, beta,
@@ -344,7 +362,8 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
     kern, alpha, beta, mask_a, mask_b = kernel.kern, kernel.alpha, kernel.beta, kernel.mask_a, kernel.mask_b
     coef_a = nx.where(on_a, phi_a * la + (phi_a - 1.0) * alpha, zero_a) if phi_a > 0 else None
     coef_b = nx.where(on_b, phi_b * lb + (phi_b - 1.0) * beta, zero_b) if phi_b > 0 else None
-    free_a, free_b = nx.where(on_a, -alpha, zero_a), nx.where(on_b, -beta, zero_b)  # log u~ for u = 1
+    free_a = nx.where(on_a, -alpha, zero_a) if phi_a == 0 else None  # log u~ for u = 1
+    free_b = nx.where(on_b, -beta, zero_b) if phi_b == 0 else None
     u, v = nx.exp(lu_t) * mask_a, nx.exp(lv_t) * mask_b
     lu_prev, lv_prev = lu_t, lv_t
     ku = None
@@ -365,8 +384,8 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
         v = nx.exp(lv_t) * mask_b
     # A sum that under- or overflowed shows as a non-finite or out-of-range log scaling.
     limit = 700.0
-    if not (bool((nx.abs(nx.where(on_a, lu_t, zero_a)) < limit).all())
-            and bool((nx.abs(nx.where(on_b, lv_t, zero_b)) < limit).all())):
+    if not bool((nx.abs(nx.where(on_a, lu_t, zero_a)) < limit).all()
+                & (nx.abs(nx.where(on_b, lv_t, zero_b)) < limit).all()):
         return None
     if ku is None:
         ku = nx.matmul(u[:, None, :], kern)[:, 0, :]
@@ -383,16 +402,34 @@ def _stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b):
     kern = -s_cost
     kern += alpha[:, :, None]
     kern += beta[:, None, :]
+    off_a, off_b = ~on_a, ~on_b
     if isinstance(kern, np.ndarray):
         np.exp(kern, out=kern)
-    else:
-        kern.exp_()
-    off_a, off_b = ~on_a, ~on_b
-    if bool(off_a.any()):
-        kern[off_a] = 1.0
-    if bool(off_b.any()):
-        nx.transpose(kern, (0, 2, 1))[off_b] = 1.0  # a view: sets the columns
+        if off_a.any():
+            kern[off_a] = 1.0
+        if off_b.any():
+            kern.transpose(0, 2, 1)[off_b] = 1.0  # a view: sets the columns
+    else:  # masked fills: the same entries, without reading the device back
+        kern.exp_().masked_fill_(off_a[:, :, None], 1.0).masked_fill_(off_b[:, None, :], 1.0)
     return kern
+
+
+def _read(flags: list) -> list[bool]:
+    """Boolean scalars (0-d arrays; None reads as False) as Python bools, read from the device at once (one
+    synchronisation)."""
+    given = [x for x in flags if x is not None]
+    if given and isinstance(given[0], torch.Tensor):
+        given = torch.stack(given).tolist()
+    values = iter(given)
+    return [x is not None and bool(next(values)) for x in flags]
+
+
+def _any_of(masks):
+    """Whether any entry of any of the boolean arrays is set, as one array (read once by the caller)."""
+    out = masks[0].any()
+    for mask in masks[1:]:
+        out = out | mask.any()
+    return out
 
 
 def _scaling_step(nx, lmass, valid, log_kv, phi: float):
@@ -423,7 +460,7 @@ def _nx_lse(nx, x, axis: int):
     """logsumexp over `axis`, -inf (not NaN) for all -inf slices. Written out: on small arrays it is
     several times faster than scipy's ``logsumexp`` (which POT's numpy backend calls)."""
     top = nx.max(x, axis=axis, keepdims=True)
-    top = nx.where(nx.isfinite(top), top, nx.zeros(top.shape, type_as=top))
+    top = nx.where(nx.isfinite(top), top, 0.0)
     return nx.log(nx.sum(nx.exp(x - top), axis=axis)) + nx.squeeze(top, axis=axis)
 
 
