@@ -765,8 +765,8 @@ def test_torch_iterations_read_the_device_three_times_a_block(reg_a, reg_b, monk
     """On an accelerator every value read back to the host (a tensor's bool, a list of flags) waits until the queued
     kernels have run. The torch iterations read at most three times per block of `check_every` iterations (whether
     the block can run on the kept kernel, whether its scalings stayed in range, which problems stopped), plus the
-    input checks and the result's; the results stay the numpy iterations' (the same float64 operations; torch's
-    exp and log may round the last bit differently from numpy's)."""
+    input checks and the result's; the results stay the numpy iterations' (the same float64 iterations; torch's
+    fused updates, exp and log may round the last bit differently)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from movers.core.transport import unbalanced

@@ -99,7 +99,9 @@ def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: fl
 
     On CPU the iterations run in numpy (through POT's backend layer, on the tensors' memory): for
     these many small products it is several times faster than torch's per-operation overhead; on
-    other devices they run in torch. Both compute the same float64 operations.
+    other devices they run in torch, where each operation is a kernel launch. Both run the same float64
+    iterations; torch fuses each half-step's update and relaxation into two kernels (a scaled subtraction
+    and ``torch.lerp``), and these and its exp and log round the last bit of some entries differently.
 
     Args:
         a, b: Non-negative masses [B, n] and [B, m] (numpy or torch; the result has the same type).
@@ -370,15 +372,13 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
     for _ in range(steps):
         lu_prev, lv_prev = lu_t, lv_t
         if phi_a > 0:
-            new = coef_a - phi_a * nx.log(nx.matmul(kern, v[:, :, None])[:, :, 0])
-            lu_t = new if omega is None else lu_t + omega * (new - lu_t)
+            lu_t = _scaling_update(nx, coef_a, phi_a, nx.matmul(kern, v[:, :, None])[:, :, 0], lu_t, omega)
         else:
             lu_t = free_a
         u = nx.exp(lu_t) * mask_a
         ku = nx.matmul(u[:, None, :], kern)[:, 0, :] if phi_b > 0 else None
         if ku is not None:
-            new = coef_b - phi_b * nx.log(ku)
-            lv_t = new if omega is None else lv_t + omega * (new - lv_t)
+            lv_t = _scaling_update(nx, coef_b, phi_b, ku, lv_t, omega)
         else:
             lv_t = free_b
         v = nx.exp(lv_t) * mask_b
@@ -393,6 +393,18 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
     return (nx.where(on_a, lu_prev + alpha, neg), nx.where(on_b, lv_prev + beta, neg),
             nx.where(on_a, lu_t + alpha, neg), nx.where(on_b, lv_t + beta, neg),
             nx.log(nx.sum(v * ku, axis=-1))), kernel
+
+
+def _scaling_update(nx, coef, phi: float, product, old, omega):
+    """A half-step's relative log scaling ``new = coef - phi log(product)``, relaxed to ``old + omega (new - old)``
+    (`omega` None: `new`). In torch each is one kernel (a scaled subtraction, ``torch.lerp``) where numpy's
+    operators take two and three: on an accelerator every operation is a launch. The fused forms round the last
+    bit of some entries differently."""
+    if isinstance(product, torch.Tensor):
+        new = torch.sub(coef, torch.log(product), alpha=phi)
+        return new if omega is None else torch.lerp(old, new, omega)
+    new = coef - phi * nx.log(product)
+    return new if omega is None else old + omega * (new - old)
 
 
 def _stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b):
