@@ -762,11 +762,12 @@ def test_torch_iterations_equal_the_numpy_iterations(accelerate, reg_a, reg_b):
 
 @pytest.mark.parametrize("reg_a,reg_b", [(3.68, 4.96), (0.23, 0.31), (INF, INF)])
 def test_torch_iterations_read_the_device_three_times_a_block(reg_a, reg_b, monkeypatch):
-    """On an accelerator every value read back to the host (a tensor's bool, a list of flags) waits until the queued
-    kernels have run. The torch iterations read at most three times per block of `check_every` iterations (whether
-    the block can run on the kept kernel, whether its scalings stayed in range, which problems stopped), plus the
-    input checks and the result's; the results stay the numpy iterations' (the same float64 iterations; torch's
-    fused updates, exp and log may round the last bit differently)."""
+    """On an accelerator every value read back to the host (a tensor's bool, a list of flags, the positions of a
+    mask, and an index by a boolean mask, once per array indexed) waits until the queued kernels have run. The torch
+    iterations read at most three times per block of `check_every` iterations (whether the block can run on the
+    kept kernel, whether its scalings stayed in range, the positions of the problems that go on), plus the input
+    checks and the result's; the results stay the numpy iterations' (the same float64 iterations; torch's fused
+    updates, exp and log may round the last bit differently)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from movers.core.transport import unbalanced
@@ -778,7 +779,9 @@ def test_torch_iterations_read_the_device_three_times_a_block(reg_a, reg_b, monk
 
     class Reads(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func.overloadpacket.__name__ == "_local_scalar_dense":  # bool(t), t.item()
+            name = func.overloadpacket.__name__
+            by_mask = name.startswith("index") and any(getattr(i, "dtype", None) == torch.bool for i in args[1])
+            if name in ("_local_scalar_dense", "nonzero") or by_mask:  # bool(t), t.item(); positions; x[mask]
                 reads.append(func)
             return func(*args, **(kwargs or {}))
 

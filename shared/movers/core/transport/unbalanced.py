@@ -232,8 +232,8 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
         log_u[active], log_v[active] = lu, lv
         iterations[active] = done
         errors[active] = err
-        going = ~(err <= tol)
-        if not bool(going.all()):  # problems dropped out: the rest's inputs and kernel, gathered once
+        going = _positions(~(err <= tol))
+        if going.shape[0] < active.shape[0]:  # problems dropped out: the rest's inputs and kernel, gathered once
             active = active[going]
             sub = [x[going] for x in sub]
             kernel = None if kernel is None else kernel.select(going)
@@ -434,6 +434,14 @@ def _read(flags: list) -> list[bool]:
         given = torch.stack(given).tolist()
     values = iter(given)
     return [x is not None and bool(next(values)) for x in flags]
+
+
+def _positions(mask):
+    """The positions of a 1-d boolean array's set entries: one read of the device, where indexing with the mask
+    itself reads it once for each array indexed."""
+    if isinstance(mask, np.ndarray):
+        return np.flatnonzero(mask)
+    return torch.nonzero(mask).flatten()
 
 
 def _any_of(masks):
