@@ -97,6 +97,15 @@ def test_operations_and_copies_per_pair_on_wmt17(slug, small_encoder):
     assert copies / 640 <= 1, copies / 640
 
 
+def test_gpu_study_compares_each_metric_across_devices(small_encoder):
+    """The study's `--agreement`: each metric's largest score difference between the device and the CPU over the
+    first short pairs; the CPU against itself gives 0 for each (the scores are deterministic)."""
+    data_path("wmt17_da_seg_toen")
+    from shared.bench.gpu import _agreement
+
+    assert _agreement(METRICS, small_encoder, "cpu", 6) == {slug: 0.0 for slug in METRICS}
+
+
 def test_lazy_emd_on_an_accelerator_solves_few_large_buckets(small_encoder, monkeypatch):
     """Where the solver iterates in torch (an accelerator; here forced on the CPU), every bucket launches the same
     ~13,000 operations (its ~150 iterations), so Lazy-EMD buckets by memory alone: over 640 pairs of mixed lengths

@@ -15,6 +15,9 @@ best of `--repeats` runs, alternating:
 * **bert-score**: a ``BERTScorer`` built once with the same model folder and its last layer (bert-score 0.3.13),
   then timed: loaded, as movers is.
 
+On an accelerator, the first `--agreement` short pairs are also scored on the CPU, and the largest difference of
+each metric's scores between the two devices is printed.
+
 Then, over the first `--ops-pairs` pairs, the torch operations and the copies (``aten::to``, ``aten::_to_copy``,
 ``aten::copy_``) per pair of each metric call beyond the encoder's forward pass (torch.profiler; the forward pass
 is the ``movers: encoder forward`` range; on one transport thread, as the profiler sees only the calling thread).
@@ -117,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=None, help="at most this many pairs per set (default: all)")
     p.add_argument("--repeats", type=int, default=3, help="timed runs per figure; the best counts")
     p.add_argument("--ops-pairs", type=int, default=640, help="pairs the operations are counted over (0: none)")
+    p.add_argument("--agreement", type=int, default=200, help="short pairs scored on the device and on the CPU, "
+                   "to compare (0: none; never on the CPU)")
     p.add_argument("--no-bertscore", action="store_true", help="leave bert-score out")
     p.add_argument("--json", help="also write the measurements to this file")
     args = p.parse_args(argv)
@@ -150,10 +155,14 @@ def main(argv: list[str] | None = None) -> int:
                     row[f"{slug} ops/pair"], row[f"{slug} copies/pair"] = ops / n, copies / n
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
+        agreement = _agreement(metrics, model, device, args.agreement) if device != "cpu" and args.agreement else {}
     _report(rows, metrics, device, encoder.name if not args.shape else f"random {args.shape}", scorer is not None)
+    if agreement:
+        print(f"\nscores on {device} against the CPU, the first {args.agreement} short pairs, largest |difference|: "
+              + ", ".join(f"{slug} {diff:.1e}" for slug, diff in agreement.items()))
     if args.json:
         Path(args.json).write_text(json.dumps({"device": device, "model": model or "bundled", "shape": args.shape,
-                                               "rows": rows}, indent=1), encoding="utf-8")
+                                               "rows": rows, "agreement": agreement}, indent=1), encoding="utf-8")
     return 0
 
 
@@ -173,6 +182,22 @@ def _runs(preds: list[str], refs: list[str], metrics: list[str], model: str | No
         scorer.score(preds[:4], refs[:4])
         runs["bert-score"] = lambda: scorer.score(preds, refs, batch_size=64)
     return runs
+
+
+def _agreement(metrics: list[str], model: str | None, device: str, pairs: int) -> dict[str, float]:
+    """metric -> the largest |difference| between its scores on `device` and on the CPU over the first `pairs`
+    short pairs."""
+    import numpy as np
+
+    import movers
+
+    preds, refs = workload(SETS["short"], pairs)
+    out = {}
+    for slug in metrics:
+        fn = getattr(movers, slug)
+        there, here = (np.asarray(fn(preds, refs, model=model, device=d).scores) for d in (device, "cpu"))
+        out[slug] = float(np.abs(there - here).max())
+    return out
 
 
 def _tokens(encoder: Any, texts: list[str]) -> int:
