@@ -106,6 +106,18 @@ def test_gpu_study_compares_each_metric_across_devices(small_encoder):
     assert _agreement(METRICS, small_encoder, "cpu", 6) == {slug: 0.0 for slug in METRICS}
 
 
+def test_gpu_study_profile_table_lists_the_top_operations(small_encoder):
+    """`--profile N`: the profiler's table of one call, its N operations with the most time of their own."""
+    from shared.bench.gpu import profile_table
+
+    preds, refs = ["The cat sat on the mat.", "A dog barked."], ["A cat was on the mat.", "The dog barked loudly."]
+    table = profile_table(movers.twmd, preds, refs, rows=3, model=small_encoder, device="cpu")
+    lines = table.splitlines()
+    rule = [k for k, line in enumerate(lines) if line.startswith("---")]
+    assert "Self CPU" in lines[rule[0] + 1] and len(lines[rule[1] + 1:rule[2]]) == 3, table  # header, then 3 rows
+    assert any(line.split()[0].startswith("aten::") for line in lines[rule[1] + 1:rule[2]]), table
+
+
 def test_lazy_emd_on_an_accelerator_solves_few_large_buckets(small_encoder, monkeypatch):
     """Where the solver iterates in torch (an accelerator; here forced on the CPU), every bucket launches the same
     ~13,000 operations (its ~150 iterations), so Lazy-EMD buckets by memory alone: over 640 pairs of mixed lengths

@@ -20,7 +20,9 @@ each metric's scores between the two devices is printed.
 
 Then, over the first `--ops-pairs` pairs, the torch operations and the copies (``aten::to``, ``aten::_to_copy``,
 ``aten::copy_``) per pair of each metric call beyond the encoder's forward pass (torch.profiler; the forward pass
-is the ``movers: encoder forward`` range; on one transport thread, as the profiler sees only the calling thread).
+is the ``movers: encoder forward`` range; on one transport thread, as the profiler sees only the calling thread);
+with ``--profile N``, the profiler's table of each metric call over those pairs, its N operations that take the
+most time of their own on the device (on an accelerator, its kernels' time; on a CPU, the CPU's).
 Times depend on the encoder's shape, not its weights, so ``--shape`` runs random weights of a given shape with the
 bundled tokenizer, where the bundled weights are not installed.
 """
@@ -38,7 +40,7 @@ from typing import Any
 
 from .harness import bertscorer, floor, model_folder, quiet_offline
 
-__all__ = ["main", "SHAPES", "SETS", "workload", "operations", "random_model"]
+__all__ = ["main", "SHAPES", "SETS", "workload", "operations", "profile_table", "random_model"]
 
 SHAPES: dict[str, dict[str, int]] = {
     "tiny": {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 512},
@@ -102,6 +104,19 @@ def operations(fn: Any, *args: Any, **kwargs: Any) -> tuple[int, int, Counter[st
     return sum(counts.values()), sum(v for name, v in counts.items() if name in COPIES), counts
 
 
+def profile_table(fn: Any, *args: Any, rows: int, **kwargs: Any) -> str:
+    """torch.profiler's table of ``fn(*args, **kwargs)``: its `rows` operations with the most time of their own on
+    ``kwargs["device"]`` (an accelerator's kernel time; on a CPU, CPU time), the encoder's forward pass included."""
+    from torch.profiler import ProfilerActivity, profile
+
+    device = str(kwargs.get("device") or "cpu")
+    on_cuda = device.startswith("cuda")
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])) as prof:
+        fn(*args, **kwargs)
+    return str(prof.key_averages().table(sort_by="self_device_time_total" if on_cuda else "self_cpu_time_total",
+                                         row_limit=rows))
+
+
 def _seconds(fn: Any) -> float:
     start = time.perf_counter()
     fn()
@@ -120,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=None, help="at most this many pairs per set (default: all)")
     p.add_argument("--repeats", type=int, default=3, help="timed runs per figure; the best counts")
     p.add_argument("--ops-pairs", type=int, default=640, help="pairs the operations are counted over (0: none)")
+    p.add_argument("--profile", type=int, default=0, metavar="N", help="print the profiler's top N operations "
+                   "of each metric call over the --ops-pairs pairs (0: none)")
     p.add_argument("--agreement", type=int, default=200, help="short pairs scored on the device and on the CPU, "
                    "to compare (0: none; never on the CPU)")
     p.add_argument("--no-bertscore", action="store_true", help="leave bert-score out")
@@ -153,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
                     ops, copies, _ = operations(getattr(movers, slug), preds[:n], refs[:n], model=model, device=device,
                                                 transport_threads=1)
                     row[f"{slug} ops/pair"], row[f"{slug} copies/pair"] = ops / n, copies / n
+                    if args.profile:
+                        print(f"\n{slug}, {name} set, {n} pairs:\n" + profile_table(
+                            getattr(movers, slug), preds[:n], refs[:n], rows=args.profile, model=model,
+                            device=device, transport_threads=1), flush=True)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
         agreement = _agreement(metrics, model, device, args.agreement) if device != "cpu" and args.agreement else {}
