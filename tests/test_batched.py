@@ -120,7 +120,7 @@ def test_gpu_study_profile_table_lists_the_top_operations(small_encoder):
 
 def test_lazy_emd_on_an_accelerator_solves_few_large_buckets(small_encoder, monkeypatch):
     """Where the solver iterates in torch (an accelerator; here forced on the CPU), every bucket launches the same
-    ~13,000 operations (its ~150 iterations), so Lazy-EMD buckets by memory alone: over 640 pairs of mixed lengths
+    ~12,000 operations (its ~150 iterations), so Lazy-EMD buckets by memory alone: over 640 pairs of mixed lengths
     it launches at most a tenth of what the CPU's size buckets (no problem padded past twice its size) would, and
     scores as the CPU's numpy iterations do (the same float64 iterations; padding and torch's fused updates change
     the last bits at most)."""

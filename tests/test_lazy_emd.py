@@ -137,7 +137,7 @@ def test_translation_step_is_the_exact_dual_maximiser(reg_a, reg_b):
     la, lb = np.log(np.tile(a, (2, 1))), np.log(np.tile(b, (2, 1)))
     inv_a, inv_b = (0.0 if reg_a == INF else 1 / reg_a), 1 / reg_b
     with np.errstate(divide="ignore", invalid="ignore"):
-        nu, nv = _translate(NumpyBackend(), lu, lv, la, lb, eps, inv_a, inv_b)
+        nu, nv, sums = _translate(NumpyBackend(), lu, lv, la, lb, eps, inv_a, inv_b)
 
     def dual(u_log, v_log):  # the t-dependent part of the dual, by hand
         real_a, real_b = a > 0, b > 0
@@ -152,6 +152,9 @@ def test_translation_step_is_the_exact_dual_maximiser(reg_a, reg_b):
         side_a = a[1:-1].sum() if reg_a == INF else (a[1:-1] * np.exp(-eps * nu[k, 1:-1] / reg_a)).sum()
         side_b = (b[1:-1] * np.exp(-eps * nv[k, 1:-1] / reg_b)).sum()
         assert side_a == pytest.approx(side_b, rel=1e-12)
+        # the log-sums it returns are those at the shifted scalings (what the dual reads instead of summing again)
+        assert sums[0][k] == pytest.approx(np.log(side_a), abs=1e-12)
+        assert sums[1][k] == pytest.approx(np.log(side_b), abs=1e-12)
         best = dual(nu[k], nv[k])
         for step in (-1e-2, 1e-2):  # any other translation is worse (by hand)
             assert dual(nu[k] + step, nv[k] - step) < best
@@ -268,6 +271,13 @@ def test_dual_is_the_hand_formula(reg_a, reg_b):
                          -lam * (mass[1:-1] * np.exp(-f / lam)).sum())
         assert got[k] == pytest.approx(terms[0] + terms[1] - eps * plan[k].sum(), rel=1e-12)
         assert scale[k] == pytest.approx(abs(terms[0]) + abs(terms[1]) + eps * plan[k].sum(), rel=1e-12)
+    if 0 < reg_a < INF:  # the two sums given (as the translation returns them): the same dual
+        sums = [np.log((m[1:-1] * np.exp(-eps * x[:, 1:-1] / lam)).sum(1)) for m, x, lam in ((a, lu, reg_a),
+                                                                                               (b, lv, reg_b))]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            given, _ = _dual(NumpyBackend(), lu, lv, np.log(np.tile(a, (2, 1))), np.log(np.tile(b, (2, 1))),
+                             np.log(plan.sum((1, 2))), eps, reg_a, reg_b, sums=sums)
+        np.testing.assert_allclose(given, got, rtol=1e-12)
 
 
 def test_groups_of_buckets_change_no_number(monkeypatch):

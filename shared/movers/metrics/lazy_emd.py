@@ -72,7 +72,7 @@ MASK_THRESHOLD = 0.999
 # Padded elements (problems x rows x columns) per solver call: bounds memory; changes a number by float64
 # rounding at most (other padding in the solver's sums). Where the iterations run in numpy (a CPU), buckets also
 # pad no problem to more than twice its size (padding costs its full work there); on an accelerator they are
-# bounded by `_DEVICE_SOLVER_BUDGET` alone: each bucket launches the same ~13,000 operations (its ~150 iterations)
+# bounded by `_DEVICE_SOLVER_BUDGET` alone: each bucket launches the same ~12,000 operations (its ~150 iterations)
 # whatever its size, so fewer, larger buckets are faster (3,920 WMT pairs: 20 buckets, or 4 with 2.7x the entries).
 _SOLVER_BUDGET = 1 << 22
 _DEVICE_SOLVER_BUDGET = 1 << 23

@@ -189,7 +189,7 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
     active = nx.arange(errors.shape[0], type_as=iterations)
     # The active problems' inputs, gathered as problems drop out; with them the positions with mass (a finite log
     # mass), computed once rather than in every block.
-    sub = [scaled, log_a, log_b, valid_a, valid_b, nx.isfinite(log_a), nx.isfinite(log_b)]
+    sub = [scaled, log_a, log_b, valid_a, valid_b, _finite(log_a), _finite(log_b)]
     kernel = None  # the active problems' stabilised kernel (:class:`_Kernel`), kept while it can carry them
     done = 0
     while active.shape[0] and done < max_iter:
@@ -212,15 +212,16 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
             block = _logsumexp_block(nx, s_cost, la, lb, va, vb, lu0, lv0, steps, phi_a, phi_b, w)
         lu_prev, lv_prev, lu, lv, log_mass_p = block
         # Positions with mass and a finite scaling, for the translation and the dual (a translation keeps them).
-        ok = (has_a & nx.isfinite(lu), has_b & nx.isfinite(lv))
+        ok = (has_a & _finite(lu), has_b & _finite(lv))
+        sums = None  # the dual's two sums at the translated scalings, from the translation's own
         if translate is not None:
-            lu, lv = _translate(nx, lu, lv, la, lb, reg, *translate, ok=ok)
+            lu, lv, sums = _translate(nx, lu, lv, la, lb, reg, *translate, ok=ok)
         done += steps
         err = 0.5 * (_relative_change(nx, lu_prev, lu) + _relative_change(nx, lv_prev, lv))
         if w_star > 1.0:
             # Safeguard: plain iterations and translation steps never lower the dual; a relaxed block that does
             # (far from the optimum, where the sweep is not yet linear) is undone and redone plain.
-            new_dual, scale = _dual(nx, lu, lv, la, lb, log_mass_p, reg, reg_a, reg_b, ok=ok)
+            new_dual, scale = _dual(nx, lu, lv, la, lb, log_mass_p, reg, reg_a, reg_b, ok=ok, sums=sums)
             keep = new_dual >= dual[active] - _DUAL_RTOL * scale
             if w is not None:
                 keep = keep | (w[:, 0] == 1.0)
@@ -239,29 +240,34 @@ def _uot_iterations(nx, state: dict, *, log_a, log_b, scaled, valid_a, valid_b, 
             kernel = None if kernel is None else kernel.select(going)
 
 
-def _dual(nx, lu, lv, la, lb, log_mass_p, reg: float, reg_a: float, reg_b: float, ok=None):
+def _dual(nx, lu, lv, la, lb, log_mass_p, reg: float, reg_a: float, reg_b: float, ok=None, sums=None):
     """The dual objective per problem (up to a constant), and the size of its terms (for a float64 tolerance).
 
     ``D = -λa Σ a u^(-ε/λa) - λb Σ b v^(-ε/λb) - ε Σ P`` (``ε Σ a log u`` for λ = ∞, nothing for λ = 0), over
     positions with mass and a finite scaling (``ok``: each side's, when the caller has them); ``log_mass_p`` is
-    ``log Σ P``.
+    ``log Σ P``. ``sums``: the logs of the two sums when the caller has them (from :func:`_translate`; both λ
+    finite and > 0), else they are summed here.
     """
     ok = _with_scaling(nx, la, lb, lu, lv) if ok is None else ok
 
-    def side(lmass, lscale, ok, lam):
+    def side(lmass, lscale, ok, lam, log_sum):
+        if log_sum is not None:
+            return -lam * nx.exp(log_sum)
         if lam == 0.0:
             return nx.zeros(lmass.shape[:1], type_as=lmass)
         if lam == float("inf"):
             return reg * nx.sum(nx.where(ok, nx.exp(lmass) * lscale, 0.0), axis=-1)
         return -lam * nx.exp(_nx_lse(nx, nx.where(ok, lmass - (reg / lam) * lscale, -float("inf")), axis=-1))
 
-    term_a, term_b, coupling = side(la, lu, ok[0], reg_a), side(lb, lv, ok[1], reg_b), reg * nx.exp(log_mass_p)
+    sum_a, sum_b = (None, None) if sums is None else sums
+    term_a, term_b = side(la, lu, ok[0], reg_a, sum_a), side(lb, lv, ok[1], reg_b, sum_b)
+    coupling = reg * nx.exp(log_mass_p)
     return term_a + term_b - coupling, nx.abs(term_a) + nx.abs(term_b) + coupling
 
 
 def _with_scaling(nx, la, lb, lu, lv):
     """Each side's positions with mass and a finite scaling."""
-    return nx.isfinite(la) & nx.isfinite(lu), nx.isfinite(lb) & nx.isfinite(lv)
+    return _finite(la) & _finite(lu), _finite(lb) & _finite(lv)
 
 
 def _translate(nx, lu, lv, la, lb, reg: float, inv_a: float, inv_b: float, ok=None):
@@ -269,15 +275,19 @@ def _translate(nx, lu, lv, la, lb, reg: float, inv_a: float, inv_b: float, ok=No
 
     ``t = (log Σ_i a_i u_i^(-ε/λa) - log Σ_j b_j v_j^(-ε/λb)) / (1/λa + 1/λb)``, over positions with
     mass and a finite scaling (``ok``: each side's, when the caller has them); no shift if a side has none.
+    Returns the shifted ``log u``, ``log v`` and those two log-sums at them (the first moves by ``-t/λa``, the
+    second by ``+t/λb``), which the dual reads (:func:`_dual`'s ``sums``) instead of summing again.
     """
     ok = _with_scaling(nx, la, lb, lu, lv) if ok is None else ok
 
     def side(lmass, lscale, ok, inv):
         return _nx_lse(nx, nx.where(ok, lmass - (reg * inv) * lscale, -float("inf")), axis=-1)
 
-    t = (side(la, lu, ok[0], inv_a) - side(lb, lv, ok[1], inv_b)) / (inv_a + inv_b)
-    shift = nx.where(nx.isfinite(t), t / reg, 0.0)[:, None]
-    return lu + shift, lv - shift  # -inf stays -inf
+    sum_a, sum_b = side(la, lu, ok[0], inv_a), side(lb, lv, ok[1], inv_b)
+    t = (sum_a - sum_b) / (inv_a + inv_b)
+    t = nx.where(_finite(t), t, 0.0)
+    shift = (t / reg)[:, None]
+    return lu + shift, lv - shift, (sum_a - inv_a * t, sum_b + inv_b * t)  # -inf stays -inf
 
 
 def _logsumexp_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, phi_b: float, omega):
@@ -290,7 +300,7 @@ def _logsumexp_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: floa
         lu = _relax(nx, lu, _scaling_step(nx, la, va, _lse_minus_cost(nx, s_cost, lv[:, None, :], -1), phi_a), omega)
         log_ku = _lse_minus_cost(nx, s_cost, lu[:, :, None], -2)
         lv = _relax(nx, lv, _scaling_step(nx, lb, vb, log_ku, phi_b), omega)
-    log_mass_p = _nx_lse(nx, nx.where(nx.isfinite(lv), lv + log_ku, -float("inf")), -1)
+    log_mass_p = _nx_lse(nx, nx.where(_finite(lv), lv + log_ku, -float("inf")), -1)
     return lu_prev, lv_prev, lu, lv, log_mass_p
 
 
@@ -298,7 +308,7 @@ def _relax(nx, old, new, omega):
     """``old + ω (new - old)`` where both are finite (ω per problem, [b, 1]); `new` elsewhere."""
     if omega is None:
         return new
-    return nx.where(nx.isfinite(old) & nx.isfinite(new), old + omega * (new - old), new)
+    return nx.where(_finite(old) & _finite(new), old + omega * (new - old), new)
 
 
 _REUSE = 30.0
@@ -340,7 +350,7 @@ def _kernel_block(nx, s_cost, la, lb, va, vb, lu, lv, steps: int, phi_a: float, 
     synchronisation on an accelerator), for both sides together.
     """
     need_a, need_b = va & has_mass[0], vb & has_mass[1]  # rows and columns that must carry mass when phi > 0
-    unscaled = [need & ~nx.isfinite(scaling) for need, scaling, phi in ((need_a, lu, phi_a), (need_b, lv, phi_b))
+    unscaled = [need & ~_finite(scaling) for need, scaling, phi in ((need_a, lu, phi_a), (need_b, lv, phi_b))
                 if phi > 0]
     # Rows/columns with a scaling: those with mass (φ > 0), or every valid one (φ = 0: u = 1).
     on_a = need_a if phi_a > 0 else va
@@ -426,6 +436,14 @@ def _stabilised_kernel(nx, s_cost, alpha, beta, on_a, on_b):
     return kern
 
 
+def _finite(x):
+    """Which entries are finite: numpy's ufunc, or in torch ``|x| < inf`` (two kernels, where ``torch.isfinite``
+    launches four; the same answer, NaN included)."""
+    if isinstance(x, torch.Tensor):
+        return x.abs() < math.inf
+    return np.isfinite(x)
+
+
 def _read(flags: list) -> list[bool]:
     """Boolean scalars (0-d arrays; None reads as False) as Python bools, read from the device at once (one
     synchronisation)."""
@@ -459,7 +477,7 @@ def _scaling_step(nx, lmass, valid, log_kv, phi: float):
         return nx.where(valid, nx.zeros(log_kv.shape, type_as=log_kv), neg)
     out = phi * (lmass - log_kv)
     # Zero mass (log -inf) -> -inf; a row that reaches no column (log_kv = -inf) transports nothing.
-    return nx.where(valid & nx.isfinite(out), out, neg)
+    return nx.where(valid & _finite(out), out, neg)
 
 
 def _lse_minus_cost(nx, s_cost, shift, axis: int):
@@ -467,7 +485,7 @@ def _lse_minus_cost(nx, s_cost, shift, axis: int):
     x = -s_cost
     x += shift
     top = nx.max(x, axis=axis, keepdims=True)
-    top = nx.where(nx.isfinite(top), top, nx.zeros(top.shape, type_as=top))
+    top = nx.where(_finite(top), top, nx.zeros(top.shape, type_as=top))
     x -= top
     if isinstance(x, np.ndarray):
         np.exp(x, out=x)
@@ -480,7 +498,7 @@ def _nx_lse(nx, x, axis: int):
     """logsumexp over `axis`, -inf (not NaN) for all -inf slices. Written out: on small arrays it is
     several times faster than scipy's ``logsumexp`` (which POT's numpy backend calls)."""
     top = nx.max(x, axis=axis, keepdims=True)
-    top = nx.where(nx.isfinite(top), top, 0.0)
+    top = nx.where(_finite(top), top, 0.0)
     return nx.log(nx.sum(nx.exp(x - top), axis=axis)) + nx.squeeze(top, axis=axis)
 
 
