@@ -83,12 +83,31 @@ def operations(fn: Any, *args: Any, **kwargs: Any) -> tuple[int, int, Counter[st
     """(torch operations, copies, the operations by name) of ``fn(*args, **kwargs)`` outside the encoder's forward
     pass, counted with torch.profiler: every ``aten::`` event, nested ones included. The profiler sees the calling
     thread only: a metric call is counted on one transport thread (``transport_threads=1``)."""
+    return _operations(_profiled(fn, *args, **kwargs))
+
+
+def profile_table(fn: Any, *args: Any, rows: int, **kwargs: Any) -> str:
+    """torch.profiler's table of ``fn(*args, **kwargs)``: its `rows` operations with the most time of their own on
+    ``kwargs["device"]`` (an accelerator's kernel time; on a CPU, CPU time), the encoder's forward pass included."""
+    return _table(_profiled(fn, *args, **kwargs), rows)
+
+
+def _profiled(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` under torch.profiler: the profile, with the kernels of a CUDA ``kwargs["device"]``."""
     from torch.profiler import ProfilerActivity, profile
 
+    activities = [ProfilerActivity.CPU]
+    if str(kwargs.get("device") or "cpu").startswith("cuda"):
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        fn(*args, **kwargs)
+    return prof
+
+
+def _operations(prof: Any) -> tuple[int, int, Counter[str]]:
+    """:func:`operations` of a profile (kernel events are not ``aten::`` operations, so they do not count)."""
     from movers.text.embedding import FORWARD_LABEL
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        fn(*args, **kwargs)
     events = prof.events()
     spans = [(e.time_range.start, e.time_range.end) for e in events if e.name == FORWARD_LABEL]
     spans.sort()
@@ -104,16 +123,12 @@ def operations(fn: Any, *args: Any, **kwargs: Any) -> tuple[int, int, Counter[st
     return sum(counts.values()), sum(v for name, v in counts.items() if name in COPIES), counts
 
 
-def profile_table(fn: Any, *args: Any, rows: int, **kwargs: Any) -> str:
-    """torch.profiler's table of ``fn(*args, **kwargs)``: its `rows` operations with the most time of their own on
-    ``kwargs["device"]`` (an accelerator's kernel time; on a CPU, CPU time), the encoder's forward pass included."""
-    from torch.profiler import ProfilerActivity, profile
+def _table(prof: Any, rows: int) -> str:
+    """:func:`profile_table` of a profile: by device time where it recorded kernels, else by CPU time."""
+    from torch.profiler import ProfilerActivity
 
-    device = str(kwargs.get("device") or "cpu")
-    on_cuda = device.startswith("cuda")
-    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])) as prof:
-        fn(*args, **kwargs)
-    return str(prof.key_averages().table(sort_by="self_device_time_total" if on_cuda else "self_cpu_time_total",
+    on_device = ProfilerActivity.CUDA in prof.activities
+    return str(prof.key_averages().table(sort_by="self_device_time_total" if on_device else "self_cpu_time_total",
                                          row_limit=rows))
 
 
@@ -166,14 +181,13 @@ def main(argv: list[str] | None = None) -> int:
             row: dict[str, Any] = {"set": name, "pairs": len(preds), "tokens": _tokens(encoder, preds), **best}
             if args.ops_pairs:
                 n = min(args.ops_pairs, len(preds))
-                for slug in metrics:
-                    ops, copies, _ = operations(getattr(movers, slug), preds[:n], refs[:n], model=model, device=device,
-                                                transport_threads=1)
+                for slug in metrics:  # one profiled call: its operations, and (--profile) its table
+                    prof = _profiled(getattr(movers, slug), preds[:n], refs[:n], model=model, device=device,
+                                     transport_threads=1)
+                    ops, copies, _ = _operations(prof)
                     row[f"{slug} ops/pair"], row[f"{slug} copies/pair"] = ops / n, copies / n
                     if args.profile:
-                        print(f"\n{slug}, {name} set, {n} pairs:\n" + profile_table(
-                            getattr(movers, slug), preds[:n], refs[:n], rows=args.profile, model=model,
-                            device=device, transport_threads=1), flush=True)
+                        print(f"\n{slug}, {name} set, {n} pairs:\n" + _table(prof, args.profile), flush=True)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
         agreement = _agreement(metrics, model, device, args.agreement) if device != "cpu" and args.agreement else {}
