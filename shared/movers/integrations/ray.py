@@ -230,6 +230,10 @@ class _Columns:
         if self.index is not None:
             bad = self._bad(table, self.index, lambda v: isinstance(v, int) and not isinstance(v, bool),
                             pa.types.is_integer)
+            if bad is not None and pa.types.is_floating(table.column(self.index).type):
+                # pandas turns a column of ints with one float or None into floats: name that row, not the first
+                bad = next((i for i, v in enumerate(table.column(self.index).to_pylist())
+                            if v is None or not float(v).is_integer()), bad)
             if bad is not None:
                 raise TypeError(f"{WHO}: the `index` column {self.index!r} must hold each row's position (an int "
                                 f"0, 1, ...) in every row; {self.row(table, bad, self.index)} holds "
