@@ -13,6 +13,7 @@ references). Expected values: one-process calls (each metric's parity with its o
 Each Ray call starts one scoring actor (`concurrency=1`); actor start-ups are what these tests cost."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -59,6 +60,30 @@ def cluster():
 
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
+
+
+class _Raised:
+    value: BaseException
+
+
+@contextlib.contextmanager
+def _refused(error: type[BaseException] | tuple[type[BaseException], ...], match: str | None = None):
+    """pytest.raises(error, match=match) for calls that run Ray tasks: any other exception (one of Ray's own) fails
+    the test with its type and message first, where pytest would print them after Ray's long traceback, at the end
+    of the output that a log's excerpt may cut."""
+    wanted = " or ".join(e.__name__ for e in (error if isinstance(error, tuple) else (error,)))
+    raised = _Raised()
+    try:
+        yield raised
+    except error as err:
+        raised.value = err
+        if match is not None and not re.search(match, str(err)):
+            pytest.fail(f"expected {wanted} matching {match!r}; got {type(err).__name__}: {err}", pytrace=False)
+    except Exception as err:  # noqa: BLE001  reported, with its type
+        pytest.fail(f"expected {wanted}; got {type(err).__module__}.{type(err).__qualname__}: {str(err)[:4000]}",
+                    pytrace=False)
+    else:
+        pytest.fail(f"expected {wanted}; nothing was raised", pytrace=False)
 
 
 def ray_data():
@@ -144,18 +169,18 @@ def test_refusals_name_the_reason(cluster):
     from movers.integrations.ray import score
 
     ds = _dataset()
-    with pytest.raises(ValueError, match=r"baseline='fit' is fitted on random pairs of the whole call"):
+    with _refused(ValueError, match=r"baseline='fit' is fitted on random pairs of the whole call"):
         score(ds, "moverscore", baseline="fit")
-    with pytest.raises(ValueError, match=r"return_plans is refused on Ray: return_plans keeps a transport plan"):
+    with _refused(ValueError, match=r"return_plans is refused on Ray: return_plans keeps a transport plan"):
         score(ds, "twmd", return_plans=True)
-    with pytest.raises(ValueError, match=r"the data set has no column 'hyp'"):
+    with _refused(ValueError, match=r"the data set has no column 'hyp'"):
         score(ds, "delta_bleu", prediction="hyp")
-    with pytest.raises(TypeError, match=r"unexpected keyword argument 'idff'"):
+    with _refused(TypeError, match=r"unexpected keyword argument 'idff'"):
         score(ds, "moverscore", idff=True)
-    with pytest.raises(ValueError, match=r"centering='batch' averages runs of 32 consecutive rows .* pass index="):
+    with _refused(ValueError, match=r"centering='batch' averages runs of 32 consecutive rows .* pass index="):
         score(ds, "twmd")
     shifted = ds.map_batches(lambda frame: frame.assign(position=frame["position"] + 1), batch_format="pandas")
-    with pytest.raises(ValueError, match=r"`index` column 'position' must number the 20 rows 0..19 once each; "
+    with _refused(ValueError, match=r"`index` column 'position' must number the 20 rows 0..19 once each; "
                                          r"it holds values from 1 to 20"):
         score(shifted, "twmd", index="position")
 
@@ -247,10 +272,10 @@ def test_bad_arguments_get_movers_message_before_any_task(cluster, kwargs, error
     starts one)."""
     from movers.integrations.ray import checked_call, score
 
-    with pytest.raises(error, match=r"movers.integrations.ray.score: " + match):
+    with _refused(error, match=r"movers.integrations.ray.score: " + match):
         checked_call("delta_bleu", **kwargs)
     t0 = time.monotonic()
-    with pytest.raises(error, match=match):
+    with _refused(error, match=match):
         score(_dataset(), "delta_bleu", **kwargs)
     assert time.monotonic() - t0 < 5  # no task ran
 
@@ -258,12 +283,12 @@ def test_bad_arguments_get_movers_message_before_any_task(cluster, kwargs, error
 def test_a_bad_data_set_gets_movers_message(cluster):
     from movers.integrations.ray import score
 
-    with pytest.raises(TypeError, match=r"`ds` must be a ray.data.Dataset .* got list"):
+    with _refused(TypeError, match=r"`ds` must be a ray.data.Dataset .* got list"):
         score(_rows(), "delta_bleu")
     for empty in (ray_data().from_items([]), _dataset().filter(lambda row: False)):
-        with pytest.raises(ValueError, match=r"the data set is empty; expected at least one row"):
+        with _refused(ValueError, match=r"the data set is empty; expected at least one row"):
             _corpus(empty, "delta_bleu")
-    with pytest.raises(ValueError, match=r"already has a column 'delta_bleu', the name of the score column"):
+    with _refused(ValueError, match=r"already has a column 'delta_bleu', the name of the score column"):
         score(_blocks([dict(r, delta_bleu=1.0) for r in _rows()]), "delta_bleu")
 
 
@@ -275,25 +300,27 @@ def test_a_bad_row_is_named_by_its_index_value_or_its_other_columns_and_the_colu
     from movers.integrations.ray import score
 
     preds, refs, _ = split_pairs()
-    with pytest.raises(TypeError, match=r"column 'prediction' \(the predictions\) must hold a string in every "
+    with _refused(TypeError, match=r"column 'prediction' \(the predictions\) must hold a string in every "
                                         r"row; the row with position=13 holds None"):
         _corpus(_blocks(_rows({(13, "prediction"): None})), "delta_bleu", index="position")
-    with pytest.raises(TypeError, match=r"column 'prediction' .* the row reference=\[" + repr(refs[13][0])[:20]):
+    with _refused(TypeError, match=r"column 'prediction' .* the row reference=\[" + repr(refs[13][0])[:20]):
         _corpus(_blocks(_rows({(13, "prediction"): None})), "delta_bleu")
-    with pytest.raises(ValueError, match=r"the row with position=13 has no reference in column 'reference'"):
+    with _refused(ValueError, match=r"the row with position=13 has no reference in column 'reference'"):
         _corpus(_blocks(_rows({(13, "reference"): []})), "delta_bleu", index="position")
     for bad in (5, ["a", "b"]):  # a column Arrow cannot merge: its types, named, and what each row needs
-        with pytest.raises(ValueError, match=r"column 'prediction' holds string in some blocks of the data set and "
+        with _refused(ValueError, match=r"column 'prediction' holds string in some blocks of the data set and "
                                              r".* in others, which Arrow cannot put in one column"):
             score(ray_data().from_items(_rows({(13, "prediction"): bad})), "delta_bleu")
+    # the row that holds the wrong value, also where pandas made the block's whole column floats (8.0, ..., 13.5)
     for position in (13.5, "13", None):
         rows = _rows({(13, "position"): position})
-        with pytest.raises((TypeError, ValueError), match=r"`index` column 'position' must hold each row's position "
-                                                          r"\(an int 0, 1, ...\) in every row; the row .* holds"):
+        with _refused((TypeError, ValueError), match=r"`index` column 'position' must hold each row's position "
+                                                          r"\(an int 0, 1, ...\) in every row; the row "
+                                                          r"prediction=.* holds " + re.escape(repr(position))):
             _corpus(_blocks(rows) if position is not None else ray_data().from_items(rows), "twmd",
                     index="position", centering_batch=4)
     # a metric's own message about a row of the block, with the data set's row and column instead
-    with pytest.raises(ValueError, match=r"moverscore: column 'prediction' of the row with position=13 must be a "
+    with _refused(ValueError, match=r"moverscore: column 'prediction' of the row with position=13 must be a "
                                          r"non-empty text, got ' '"):
         _corpus(_blocks(_rows({(13, "prediction"): " "})), "moverscore", index="position",
                 empty_predictions="error")
@@ -311,17 +338,17 @@ def test_a_row_named_by_its_other_columns_says_how_to_name_rows_by_position(clus
     rows = _rows({(12, "reference"): same, (13, "reference"): same, (14, "reference"): same,
                   (13, "prediction"): None})
     bare = [{k: v for k, v in row.items() if k != "position"} for row in rows]
-    with pytest.raises(TypeError, match=r"must hold a string in every row; the row reference=\['the same reference'"
+    with _refused(TypeError, match=r"must hold a string in every row; the row reference=\['the same reference'"
                                         r"\] holds None\. Without `index`, a row is named by its first columns' "
                                         r"values, and 3 rows of its block have the values shown \(rows of other "
                                         r"blocks may too\); " + HINT):
         _corpus(_blocks(bare), "delta_bleu", block_size=8)
     # its position column, not passed as `index`, tells the rows apart here, but no block can know that
-    with pytest.raises(TypeError, match=r"the row reference=\['the same reference'\], position=13 holds None\. "
+    with _refused(TypeError, match=r"the row reference=\['the same reference'\], position=13 holds None\. "
                                         r"Without `index`, a row is named by its first columns' values, which rows "
                                         r"of other blocks may share; " + HINT):
         _corpus(_blocks(rows), "delta_bleu", block_size=8)
-    with pytest.raises(TypeError) as named:  # named by its position: no hint
+    with _refused(TypeError) as named:  # named by its position: no hint
         _corpus(_blocks(rows), "delta_bleu", index="position", block_size=8)
     assert str(named.value).endswith("the row with position=13 holds None."), str(named.value)
 
@@ -340,14 +367,14 @@ def test_a_bad_delta_bleu_weight_is_named_by_the_row_of_the_data_set(cluster):
 
     for index in ("position", None):
         row = r"the row with position=13" if index else r"the row prediction=" + re.escape(repr(preds[13])[:20])
-        with pytest.raises(ValueError, match=r"^delta_bleu: the `reference_weights` \(column 'weights'\) of "
+        with _refused(ValueError, match=r"^delta_bleu: the `reference_weights` \(column 'weights'\) of "
                                              + row + r".* must hold one weight per reference of that row \(2\), "
                                              r"got 1\."):
             _corpus(rated([0.51]), "delta_bleu", index=index, reference_weights="weights", block_size=8)
-        with pytest.raises(ValueError, match=r"^delta_bleu: value 2 of `reference_weights` \(column 'weights'\) of "
+        with _refused(ValueError, match=r"^delta_bleu: value 2 of `reference_weights` \(column 'weights'\) of "
                                              + row + r".* must be a number in \[-1, 1\], got 1\.6\."):
             _corpus(rated([0.51, 1.6]), "delta_bleu", index=index, reference_weights="weights", block_size=8)
-    with pytest.raises(ValueError) as named:
+    with _refused(ValueError) as named:
         _corpus(rated([0.51, 1.6]), "delta_bleu", index="position", reference_weights="weights", block_size=8)
     assert "[5]" not in str(named.value) and "segment" not in str(named.value), str(named.value)
 
@@ -362,7 +389,7 @@ def test_resources_the_cluster_cannot_grant_are_refused_within_seconds(cluster, 
     from movers.integrations.ray import score
 
     t0 = time.monotonic()
-    with pytest.raises(ValueError, match=match):
+    with _refused(ValueError, match=match):
         score(_dataset(), "moverscore", **kwargs)
     assert time.monotonic() - t0 < 10
 
