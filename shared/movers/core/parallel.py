@@ -3,8 +3,9 @@ simplex, numpy's and torch's array operations), so a call's pairs or size bucket
 
 The number of threads is a call's ``transport_threads`` option, else the environment variable
 :data:`THREADS_ENV`, else torch's intra-op thread count (``torch.get_num_threads()``: what torch itself uses for
-the encoder). Results come back in input order and each problem is solved exactly as it would be alone, so the
-thread count never changes a number: the same bits with 1 thread or 16.
+the encoder). A call never runs more threads than it has problems in flight (a pair, or a size bucket), so a
+count above the work is the work. Results come back in input order and each problem is solved exactly as it would
+be alone, so the thread count never changes a number: the same bits with 1 thread or 16.
 """
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ class Solver:
         self._pool = pool
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-        """``[fn(x) for x in items]``, computed concurrently; exceptions are raised in input order."""
+        """``[fn(x) for x in items]``, computed concurrently on at most ``min(threads, len(items))`` threads;
+        exceptions are raised in input order."""
         if self._pool is None:
             return [fn(x) for x in items]
         return list(self._pool.map(fn, items))

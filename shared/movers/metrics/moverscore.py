@@ -50,11 +50,12 @@ from ..core.signature import Signature, library_versions, nrefs_label
 from ..core.spec import Example, Inputs, LongTextStudy, Output
 from ..core.transport import grouped, network_simplex, padded_size, partial_emd, shape_classes, simplex
 from ..pipeline.call import baseline_option
-from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
+from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, call_encoder, encoder_option, model_option
 from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_labels
 from ..text.centering import SegmentMeans
-from ..text.embedding import Encoder, load_encoder, model_label
+from ..text.embedding import Encoder, model_label
 from ..text.filters import resolve_stopwords
+from ..text.languages import PunctuationRule, language
 from ..text.guards import check_encoder_inputs
 from ..text.idf import Idf, call_idf
 from ..text.token_batch import TokenBatch, TokenTexts
@@ -116,9 +117,11 @@ class MoverScoreOptions(EmbeddingOptions):
         original README's usage); a fitted movers.Idf table (both sides) or a pair (references, predictions).""",
                           cli=True)
     remove_subwords: bool = option(True, "Give WordPiece continuation pieces (##) no mass (the original).")
-    remove_punctuation: bool = option(True, "Give single ASCII punctuation tokens no mass (the original).")
-    stop_words: bool | str | Sequence[str] | None = option(None, """None (default), True or "en" (the shipped
-        153-word English list) or your own words: they get no mass.""",
+    remove_punctuation: bool = option(True, """Give punctuation tokens no mass: single ASCII punctuation
+        characters in English (the original), tokens of Unicode punctuation only in every other `lang`.""")
+    stop_words: bool | str | Sequence[str] | None = option(None, """None (default), True (the list of `lang`:
+        the shipped 153-word English list for English, spaCy's for the others), a language code ("en", "de", ...)
+        or your own words: they get no mass.""",
                                                             widget=Widget("radio", ("none", "en"), {"none": None}))
     reference_aggregation: Literal["max", "mean"] = option("max", """Several references: "max" (default: the
         closest reference; chosen on the development sets) or "mean" (the original's example).""")
@@ -133,6 +136,14 @@ class MoverScoreOptions(EmbeddingOptions):
 class MoverScoreContext(Context[MoverScoreOptions]):
     stops: frozenset[str] = frozenset()
     stop_label: str = "none"
+    punctuation: PunctuationRule = "ascii"
+
+    @property
+    def punct_label(self) -> str:
+        """Signature text of the punctuation filter: ``drop`` (English's ASCII rule), ``drop[unicode]`` or ``keep``."""
+        if not self.options.remove_punctuation:
+            return "keep"
+        return "drop" if self.punctuation == "ascii" else f"drop[{self.punctuation}]"
 
 
 # ----------------------------------------------------------------------------------------- formula
@@ -197,14 +208,14 @@ def _empty(c: np.ndarray, cost: Cost, transform: Transform, return_plan: bool) -
 
 
 def moverscore_filtered(texts: TokenTexts, *, remove_subwords: bool = True, remove_punctuation: bool = True,
-                        stops: frozenset[str] = frozenset()) -> np.ndarray:
-    """[T] bool over the texts' tokens: what MoverScore's filters give no mass (continuation pieces, single
-    punctuation tokens, `stops`, as asked); special tokens are kept whatever this says."""
+                        stops: frozenset[str] = frozenset(), punctuation: PunctuationRule = "ascii") -> np.ndarray:
+    """[T] bool over the texts' tokens: what MoverScore's filters give no mass (continuation pieces, punctuation
+    tokens by the `punctuation` rule, `stops`, as asked); special tokens are kept whatever this says."""
     out = texts.words(stops)
     if remove_subwords:
         out = out | texts.subword()
     if remove_punctuation:
-        out = out | texts.punctuation
+        out = out | texts.punctuation_of(punctuation)
     return out
 
 
@@ -237,24 +248,27 @@ def moverscore_points(tokens: np.ndarray, side: np.ndarray, n_sides: int, weight
 
 
 def moverscore_kept(tokens: Sequence[str], special: Sequence[bool], *, remove_subwords: bool = True,
-                    remove_punctuation: bool = True, stops: frozenset[str] = frozenset()) -> list[int]:
+                    remove_punctuation: bool = True, stops: frozenset[str] = frozenset(),
+                    punctuation: PunctuationRule = "ascii") -> list[int]:
     """Positions MoverScore keeps in one text given as strings: special tokens always; continuation pieces,
-    single punctuation tokens and `stops` dropped as asked (they get no mass). Centring means are taken over
-    these positions."""
+    punctuation tokens (by the `punctuation` rule) and `stops` dropped as asked (they get no mass). Centring means
+    are taken over these positions."""
     texts = _one_text(tokens, special)
     kept = texts.special | ~moverscore_filtered(texts, remove_subwords=remove_subwords,
-                                                remove_punctuation=remove_punctuation, stops=stops)
+                                                remove_punctuation=remove_punctuation, stops=stops,
+                                                punctuation=punctuation)
     return np.flatnonzero(kept).tolist()
 
 
 def moverscore_histogram(tokens: Sequence[str], special: Sequence[bool], vectors: Any, weights: np.ndarray, *,
                          n_gram: int = 1, remove_subwords: bool = True, remove_punctuation: bool = True,
-                         stops: frozenset[str] = frozenset()) -> Histogram:
+                         stops: frozenset[str] = frozenset(), punctuation: PunctuationRule = "ascii") -> Histogram:
     """One text's histogram (:func:`moverscore_points` of one text given as strings): kept tokens (or n-grams of
     kept tokens) with positive weight, as unit vectors (an n-gram's: of the weighted sum of its tokens)."""
     texts = _one_text(tokens, special)
     kept = texts.special | ~moverscore_filtered(texts, remove_subwords=remove_subwords,
-                                                remove_punctuation=remove_punctuation, stops=stops)
+                                                remove_punctuation=remove_punctuation, stops=stops,
+                                                punctuation=punctuation)
     points, member = moverscore_points(np.arange(len(tokens)), np.zeros(len(tokens), dtype=np.int64), 1,
                                        np.asarray(weights, dtype=np.float64), kept, n_gram)
     vecs = torch.as_tensor(np.asarray(vectors.numpy() if isinstance(vectors, Tensor) else vectors, np.float64))
@@ -313,10 +327,11 @@ def moverscore_pairs(vectors: Tensor, points: PointSets, prediction: np.ndarray,
             jobs = [(c, row, k) for c, ks in _group_costs(vectors, points, prediction, reference, solvable[
                 np.concatenate([bucket for bucket, _ in group])], group, means, pair_segment, cost)
                 for row, k in enumerate(ks.tolist())]
-            if threads == 1 or pool is None:
+            parts = min(threads, len(jobs))  # no more threads than pairs
+            if parts <= 1 or pool is None:
                 solve(jobs)
             else:
-                pool.map(solve, [jobs[i::threads] for i in range(threads)])
+                pool.map(solve, [jobs[i::parts] for i in range(parts)])
         progress.pairs_done(len(jobs))
     return out  # type: ignore[return-value]
 
@@ -461,19 +476,22 @@ class MoverScore(TokenMetric[MoverScoreOptions, MoverScoreContext]):
     def context(self, o: MoverScoreOptions) -> MoverScoreContext:
         encoder = o.encoder
         if encoder is None:
-            encoder = load_encoder(o.model, layer=PRESETS[o.preset].layer if o.layer is None else o.layer,
-                                   device=o.device, long_texts=o.long_texts)
+            encoder = call_encoder("moverscore", o, o.model, o.layer, PRESETS[o.preset].layer)
         elif o.model is not None or o.layer is not None:
             raise ValueError("moverscore: pass either `encoder` or `model`/`layer`, not both.")
-        stops, stop_label = resolve_stopwords(o.stop_words)
-        kept = (f"moverscore[sub:{'drop' if o.remove_subwords else 'keep'},"
-                f"punct:{'drop' if o.remove_punctuation else 'keep'},stop:{stop_label}]")
-        return MoverScoreContext(o, "moverscore", encoder, kept, stops, stop_label)
+        try:
+            stops, stop_label = resolve_stopwords(o.stop_words, o.lang)
+        except ValueError as err:
+            raise ValueError(f"moverscore: {err}") from None
+        ctx = MoverScoreContext(o, "moverscore", encoder, "", stops, stop_label, language(o.lang).punctuation)
+        ctx.kept_label = (f"moverscore[sub:{'drop' if o.remove_subwords else 'keep'},punct:{ctx.punct_label},"
+                          f"stop:{stop_label}]")
+        return ctx
 
     def _filtered(self, ctx: MoverScoreContext, texts: TokenTexts) -> np.ndarray:
         o = ctx.options
         return moverscore_filtered(texts, remove_subwords=o.remove_subwords, remove_punctuation=o.remove_punctuation,
-                                   stops=ctx.stops)
+                                   stops=ctx.stops, punctuation=ctx.punctuation)
 
     def guard(self, ctx: MoverScoreContext, inputs: Inputs) -> None:
         assert ctx.encoder is not None
@@ -556,7 +574,7 @@ class MoverScore(TokenMetric[MoverScoreOptions, MoverScoreContext]):
             ("idf", idf_label),
             ("ngram", o.n_gram),
             ("sub", "drop" if o.remove_subwords else "keep"),
-            ("punct", "drop" if o.remove_punctuation else "keep"),
+            ("punct", ctx.punct_label),
             ("stop", ctx.stop_label),
             ("cost", o.cost),
             ("transform", o.transform),
