@@ -202,7 +202,7 @@ def test_signature_glove():
     (["a."], ["a."], {"tokenizer": "nltk"}, ValueError, r"`tokenizer` must be one of \['spacy', 'whitespace'\]"),
     (["a."], ["a."], {"reference_aggregation": "min"}, ValueError, r"`reference_aggregation` must be one of"),
     (["a."], ["a."], {"layer": 3}, ValueError, r"sms: `layer` applies to contextual encoders only"),
-    (["a."], ["a."], {"embedding": ""}, TypeError, r"sms: `embedding` must be 'glove' or a model id"),
+    (["a."], ["a."], {"embedding": ""}, TypeError, r"sms: `embedding` must be None, 'glove' or a model id"),
     (["a."], ["a."], {"batch_size": 0}, ValueError, r"sms: `batch_size` must be >= 1, got 0"),
     (["a."], ["a."], {"stop_words": 3}, TypeError, r"sms: `stop_words` must be None, True, 'en' or a list"),
 ])

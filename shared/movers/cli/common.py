@@ -22,7 +22,8 @@ from ..core.significance import Interval, seed_label
 from ..core.spec import MetricSpec
 from .tables import TEXT_WIDTH, number, render_comparison, rounded
 
-__all__ = ["UsageError", "guarded", "read_lines", "cli_options", "parse_options", "RESERVED", "where",
+__all__ = ["UsageError", "guarded", "read_lines", "cli_options", "parse_options", "add_lang_argument",
+           "lang_options", "RESERVED", "where",
            "metric_kwargs", "score_texts", "render"]
 
 RESERVED = {"verbose", "return_matching", "return_plans"}
@@ -116,6 +117,30 @@ def _typed_value(option: str, raw: str, kind: str) -> Any:
 def cli_options(spec: MetricSpec) -> dict[str, str]:
     """name -> scalar kind of the options ``--opt`` can set for `spec` (declared ``cli``, not reserved)."""
     return {f.name: scalar_kind(f.hint) for f in spec.options if f.info.cli and f.name not in RESERVED}
+
+
+def add_lang_argument(parser: argparse.ArgumentParser) -> None:
+    """``-l/--lang``: the language of the texts, a code (``de``) or sacreBLEU's ``src-tgt`` pair (the target
+    counts)."""
+    parser.add_argument("-l", "--lang", default=None, metavar="LANG",
+                        help="the language of the texts: an ISO 639-1 code (de, zh, ...) or, as sacreBLEU's "
+                             "-l, a pair src-tgt whose target counts (en-de: German); sets every metric's `lang` "
+                             "(default: en)")
+
+
+def lang_options(spec: str | None) -> list[str]:
+    """The ``--opt`` items ``-l/--lang`` stands for (before the explicit ones, which win); a code movers does not
+    support is a :class:`UsageError` naming ``--lang``."""
+    if spec is None:
+        return []
+    from ..text.languages import language, target_language
+
+    code = target_language(spec)
+    try:
+        language(code, "--lang")
+    except ValueError as err:
+        raise UsageError(str(err).replace("`lang`", f"{spec!r}: the target language")) from None
+    return [f"lang={code}"]
 
 
 def parse_options(items: Sequence[str], slugs: Sequence[str]) -> dict[str, dict[str, Any]]:

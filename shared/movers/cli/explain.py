@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import metrics as registry
-from .common import UsageError, guarded, parse_options
+from .common import UsageError, add_lang_argument, guarded, lang_options, parse_options
 
 __all__ = ["main"]
 
@@ -30,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("prediction", help="the hypothesis text")
     p.add_argument("reference", help="the reference text")
     p.add_argument("-o", "--output", metavar="PNG", help="write the heatmap here (PNG, SVG or PDF by extension)")
+    add_lang_argument(p)
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="metric option, repeatable")
     p.add_argument("-f", "--format", choices=["text", "json"], default="text")
     p.add_argument("--top", type=int, default=5, help="plan entries listed in text output (default 5)")
@@ -46,7 +47,7 @@ def run(argv: Sequence[str]) -> int:
 
     import movers
 
-    options = parse_options(args.opt, [args.metric])[args.metric]
+    options = parse_options([*lang_options(args.lang), *args.opt], [args.metric])[args.metric]
     options.pop("empty_predictions", None)
     try:
         e = movers.explain(args.metric, args.prediction, args.reference, **options)

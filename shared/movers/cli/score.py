@@ -37,8 +37,10 @@ from ..core.spec import MetricSpec
 from ..pipeline.call import make_options
 from .common import (
     UsageError,
+    add_lang_argument,
     cli_options,
     guarded,
+    lang_options,
     metric_kwargs,
     parse_options,
     read_lines,
@@ -107,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     ray_group.add_argument("--dashboard", action="store_true",
                            help="start Ray's dashboard and metrics with the local cluster (default: off; the local "
                                 "cluster stays on the loopback either way)")
+    add_lang_argument(p)
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="metric option, repeatable (see below; --list-options SLUG lists a metric's options)")
     p.add_argument("--list-options", action=_ListOptions, metavar="SLUG", choices=registry.slugs(),
@@ -196,7 +199,7 @@ def _checked(args: argparse.Namespace) -> int | None:
 def run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     slugs = list(dict.fromkeys(args.metric))
-    options = parse_options(args.opt, slugs)
+    options = parse_options([*lang_options(args.lang), *args.opt], slugs)
     if args.actors is not None and args.actors < 1:
         raise UsageError(f"--actors must be >= 1, got {args.actors}.")
     if args.ray is not None:

@@ -17,15 +17,17 @@ fork (mgalley/sacreBLEU @813fc0a, on sacreBLEU 1.4.1), which credits g with
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
 import numpy as np
 from sacrebleu.metrics.bleu import BLEU, BLEUScore
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
+from ..core import cache as _cache
 from ..core.options import Widget, option
 from ..core.result import Scores
 from ..core.scope import current_scope
@@ -33,7 +35,8 @@ from ..core.signature import Signature, library_versions, nrefs_label
 from ..core.spec import Example, Inputs, MetricSpec, Output
 from ..core.summation import ExactSum
 from ..core.validation import check_choice, check_reference_weights
-from ..pipeline.call import unicode_option
+from ..pipeline.call import lang_option, unicode_option
+from ..text.languages import language
 
 __all__ = ["DELTA_BLEU", "DeltaBleuOptions", "TOKENIZERS"]
 
@@ -50,9 +53,12 @@ _FORK_SMOOTH_VALUE = 0.0  # sacreBLEU 1.4.1's SMOOTH_VALUE_DEFAULT, for 'floor' 
 class DeltaBleuOptions:
     variant: Literal["paper", "galley"] = option("paper", """"paper" (default: the formula above) or "galley"
         (Galley's sacreBLEU fork).""")
-    tokenize: str = option("13a", """A sacreBLEU tokenizer: "13a" (default), "intl", "zh", "ja-mecab", "ko-mecab",
-        "char", "none", ... (the SentencePiece ones download a model, so they are refused).""",
-                           widget=Widget("dropdown", ("13a", "intl", "zh", "ja-mecab", "ko-mecab", "char", "none")))
+    tokenize: str | None = option(None, """A sacreBLEU tokenizer: None (default) takes the one sacreBLEU's command
+        line picks for the target language `lang` ("zh", "ja-mecab", "ko-mecab", else "13a"); or "13a", "intl", "zh",
+        "ja-mecab", "ko-mecab", "char", "none", ... (the SentencePiece ones download a model, so they are refused;
+        "ja-mecab" and "ko-mecab" need sacrebleu[ja] and sacrebleu[ko]).""",
+                                  widget=Widget("dropdown", ("(lang)", "13a", "intl", "zh", "ja-mecab", "ko-mecab",
+                                                             "char", "none"), {"(lang)": None}))
     lowercase: bool = option(False, "Lowercase hypotheses and references (never the weights).")
     max_ngram_order: int = option(4, "N; 4 as BLEU (the paper's experiments used 2).", low=1, integer=True)
     smooth_method: Literal["none", "floor", "add-k", "exp"] = option("exp", """sacreBLEU's smoothing, applied to
@@ -62,6 +68,7 @@ class DeltaBleuOptions:
     effective_order: bool = option(False, """Average log precisions only over orders the hypotheses have
         (sacreBLEU's sentence-level setting); applies to corpus and segment scores alike.""")
     unicode: Literal["nfc", "none"] = unicode_option()
+    lang: str = lang_option()
 
 
 class DeltaBleu(MetricSpec[DeltaBleuOptions]):
@@ -129,10 +136,22 @@ class DeltaBleu(MetricSpec[DeltaBleuOptions]):
                 "The cat sat on the mat.", "The cat sat on a mat. ||| A cat was on the mat."))
 
     def check(self, o: DeltaBleuOptions) -> None:
-        if o.tokenize in _NEEDS_DOWNLOAD:
-            raise ValueError(f"delta_bleu: `tokenize` {o.tokenize!r} downloads a SentencePiece model at run time, "
+        name = _tokenizer_name(o)
+        if name in _NEEDS_DOWNLOAD:
+            raise ValueError(f"delta_bleu: `tokenize` {name!r} downloads a SentencePiece model at run time, "
                              f"which movers does not do; choose one of {list(TOKENIZERS)}.")
-        check_choice("delta_bleu", "tokenize", o.tokenize, list(TOKENIZERS))
+        check_choice("delta_bleu", "tokenize", name, list(TOKENIZERS))
+        try:  # a tokenizer whose extra packages are missing (MeCab for "ja-mecab") fails here, before any scoring
+            _get_tokenizer(name)
+        except RuntimeError as err:
+            chosen = "" if o.tokenize is not None else f" (sacreBLEU's tokenizer for lang={o.lang!r})"
+            extra = re.search(r"pip install (\S+)", str(err))
+            how = f"pip install '{extra.group(1)}'" if extra else " ".join(str(err).split())
+            raise ImportError(f"delta_bleu: `tokenize` {name!r}{chosen} needs packages that are not installed "
+                              f"({how}); or pass another `tokenize`.") from None
+
+    def resolve(self, o: DeltaBleuOptions) -> DeltaBleuOptions:
+        return replace(o, tokenize=_tokenizer_name(o))
 
     def worst(self, o: DeltaBleuOptions) -> dict[str, Any]:
         """sacreBLEU scores an empty hypothesis 0."""
@@ -196,7 +215,7 @@ class DeltaBleu(MetricSpec[DeltaBleuOptions]):
     def details(self, o: DeltaBleuOptions, prediction: str, references: list[str],
                 weights: list[float] | None) -> dict[str, Any]:
         """The Space page's table for one segment: every n-gram of the prediction with its credit."""
-        rows = delta_bleu_ngrams(prediction, references, weights, variant=o.variant, tokenize=o.tokenize,
+        rows = delta_bleu_ngrams(prediction, references, weights, variant=o.variant, tokenize=_tokenizer_name(o),
                                  lowercase=o.lowercase, max_ngram_order=o.max_ngram_order)
         return {"caption": "each n-gram of the prediction, the reference whose weight it takes, and its credit "
                            "(numerator) and total (denominator) in the modified precision.",
@@ -242,9 +261,21 @@ def delta_bleu_ngrams(prediction: str, references: list[str], weights: list[floa
     return rows
 
 
+def _tokenizer_name(o: DeltaBleuOptions) -> str:
+    """The sacreBLEU tokenizer a call uses: `tokenize`, or the one sacreBLEU picks for the target language."""
+    return o.tokenize if o.tokenize is not None else language(o.lang, "delta_bleu").bleu_tokenizer
+
+
+def _get_tokenizer(name: str) -> Any:
+    """sacreBLEU's tokenizer object `name`, made once per process (MeCab's load a dictionary)."""
+    from sacrebleu.metrics.bleu import _get_tokenizer as get
+
+    return _cache.cached(("sacrebleu-tokenizer", name), lambda: get(name)())
+
+
 def _bleu(o: DeltaBleuOptions) -> BLEU:
     """sacreBLEU's own BLEU object (its tokenizer prepares texts exactly as BLEU._preprocess_segment does)."""
-    return BLEU(lowercase=o.lowercase, tokenize=o.tokenize, smooth_method=o.smooth_method,
+    return BLEU(lowercase=o.lowercase, tokenize=_tokenizer_name(o), smooth_method=o.smooth_method,
                 smooth_value=o.smooth_value, max_ngram_order=o.max_ngram_order, effective_order=o.effective_order)
 
 

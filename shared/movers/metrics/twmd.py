@@ -42,11 +42,11 @@ from ..core.signature import Signature, format_float, library_versions, nrefs_la
 from ..core.spec import Inputs, LongTextStudy, Output
 from ..core.transport import buckets, tempered_values
 from ..pipeline.call import baseline_option
-from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, encoder_option, model_option
+from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, call_encoder, encoder_option, model_option
 from ..pipeline.fitting import fit_centering
 from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_means
 from ..text.centering import Centering, CenteringSpec, SegmentMeans
-from ..text.embedding import Encoder, load_encoder, model_label
+from ..text.embedding import Encoder, model_label
 from ..text.guards import check_encoder_inputs
 from ..text.token_batch import TokenBatch
 from . import examples
@@ -367,11 +367,7 @@ class Twmd(TokenMetric[TwmdOptions, Context[TwmdOptions]]):
             if o.model is not None or o.layer is not None:
                 raise ValueError("twmd: pass either `encoder` or `model`/`layer`, not both.")
         else:
-            layer = o.layer
-            if layer is None:
-                probe = load_encoder(o.model, layer=-1, device=o.device, long_texts=o.long_texts)
-                layer = default_layer(o.model, probe.backbone.config)
-            encoder = load_encoder(o.model, layer=layer, device=o.device, long_texts=o.long_texts)
+            encoder = call_encoder("twmd", o, o.model, o.layer, lambda config: default_layer(o.model, config))
         return Context(o, "twmd", encoder, o.preset)
 
     def guard(self, ctx: Context[TwmdOptions], inputs: Inputs) -> None:

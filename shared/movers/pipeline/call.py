@@ -33,17 +33,18 @@ from typing import Any, Literal
 import numpy as np
 
 from ..core import progress
-from ..core.options import check_options, option, type_text
+from ..core.options import Widget, check_options, option, type_text
 from ..core.result import Scores
 from ..core.scope import Scope, current_scope
 from ..core.signature import Signature, format_float, nrefs_label
 from ..core.spec import Inputs, MetricSpec
 from ..core.validation import check_list
+from ..text.languages import DEFAULT_LANG, language, languages
 from ..text.tokens import call_tokens
 from .passes import check_split
 
 __all__ = ["MetricFunction", "score", "make_options", "checked_options", "settings_of", "EMPTY_CHOICES",
-           "BASELINE_SEED", "bundled_baselines", "unicode_option", "normalised",
+           "BASELINE_SEED", "bundled_baselines", "unicode_option", "lang_option", "normalised",
            "empty_predictions_option", "baseline_option", "is_empty", "EmptyPredictions"]
 
 EmptyPredictions = Literal["worst", "error"]
@@ -60,6 +61,15 @@ def unicode_option() -> Any:
     """The ``unicode`` field of every metric: the Unicode rule for its texts."""
     return option("nfc", """"nfc" (default): texts are put in Unicode normal form C before tokenisation and
         lookup, so decomposed accents (NFD) score as composed ones; "none": texts as given (the originals).""")
+
+
+def lang_option() -> Any:
+    """The ``lang`` field of every metric: the language of its texts (:mod:`movers.text.languages`)."""
+    return option(DEFAULT_LANG, """The language of the texts, an ISO 639-1 code: "en" (default) or any language
+        spaCy ships rules for ("de", "fr", "ru", "zh", "ja", ...). It chooses the default encoder (the bundled
+        MiniLM for English, a published multilingual one otherwise), the sentence, word, punctuation and stop-word
+        rules, and ΔBLEU's tokenizer; named in the signature (lang:de) when it is not English.""",
+                  widget=Widget("dropdown", languages()))
 
 
 def normalised(inputs: Inputs, form: str) -> Inputs:
@@ -133,6 +143,8 @@ def _checked(name: str, spec: MetricSpec, o: Any) -> Any:
 def _check_front(name: str, spec: MetricSpec, o: Any) -> None:
     present = [key for key in _FRONT if hasattr(o, key)]
     check_options(name, o, present)
+    if hasattr(o, "lang"):
+        language(o.lang, name)
     baseline = getattr(o, "baseline", None)
     if baseline is None or baseline in ("fit", "bundled"):
         return
@@ -195,6 +207,8 @@ def _score(spec: MetricSpec, predictions: Any, references: Any, extra: dict[str,
             signature = signature.set("nrefs", nrefs_label(inputs.references))
         if hasattr(o, "unicode"):
             signature = signature.add(("unicode", o.unicode))
+        if getattr(o, "lang", DEFAULT_LANG) != DEFAULT_LANG:
+            signature = signature.add(("lang", o.lang))
         if hasattr(o, "empty_predictions"):
             signature = signature.add(("empty", o.empty_predictions))
         if hasattr(o, "baseline"):

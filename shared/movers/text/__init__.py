@@ -5,6 +5,8 @@
   ``tokens``: token ids without strings (vocabulary tables, packed ids, one tokenisation per call);
   ``embedding_cache``: vectors kept across calls (in memory or in a folder);
 * ``static_vectors``: GloVe word vectors; ``sentences``: sentence splitting and word tokenisation;
+  ``languages``: what the language of the texts chooses (`lang`: default encoder, sentence, word, punctuation and
+  stop-word rules, ΔBLEU's tokenizer);
 * ``filters``: subword, punctuation and stop-word filters; ``idf``: IDF tables; ``centering``: centring modes and
   fitted tables; ``guards``: the checks that refuse a text before a model runs.
 """

@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 
 from ..core import cache as _cache
+from ..core.signature import package_version
 
-__all__ = ["stopwords", "PUNCTUATION", "is_subword", "subword_mask", "resolve_stopwords"]
+__all__ = ["stopwords", "spacy_stopwords", "PUNCTUATION", "is_subword", "subword_mask", "resolve_stopwords"]
 
 PUNCTUATION = frozenset(string.punctuation)
 """Single ASCII punctuation characters (``string.punctuation``), as MoverScore filters them."""
@@ -31,19 +32,37 @@ def stopwords(name: str = "en") -> frozenset[str]:
     return _cache.cached(("stopwords", name), read)
 
 
-def resolve_stopwords(spec: bool | str | Iterable[str] | None) -> tuple[frozenset[str], str]:
+def resolve_stopwords(spec: bool | str | Iterable[str] | None, lang: str = "en") -> tuple[frozenset[str], str]:
     """Turn a user stop-word option into (set, signature label).
 
-    None/False -> no stop words; True/"en" -> the shipped English list; an iterable -> those words.
+    None/False -> no stop words; True -> the list of `lang`; "en" -> the shipped English list (153 NLTK words);
+    another language code -> spaCy's list for it (label ``spacy-de@3.8.18``); an iterable -> those words.
     """
     if spec is None or spec is False:
         return frozenset(), "none"
     if spec is True:
-        spec = "en"
+        spec = lang
+    if isinstance(spec, str) and spec != "en":
+        from .languages import languages
+
+        if spec not in languages():
+            raise ValueError(f"stop_words: unknown list {spec!r}; pass True (the list of `lang`), a language code "
+                             f"({', '.join(languages())}) or your own words.")
+        return spacy_stopwords(spec), f"spacy-{spec}@{package_version('spacy')}"
     if isinstance(spec, str):
         return stopwords(spec), spec
     words = frozenset(str(w) for w in spec)
     return words, f"custom{len(words)}"
+
+
+def spacy_stopwords(lang: str) -> frozenset[str]:
+    """spaCy's stop-word list for `lang` (no tokenizer is made, so no extra package is needed)."""
+    def read() -> frozenset[str]:
+        import spacy.util
+
+        return frozenset(spacy.util.get_lang_class(lang).Defaults.stop_words)
+
+    return _cache.cached(("stopwords", "spacy", lang), read)
 
 
 _MARKERS = ("Ġ", "▁")

@@ -19,7 +19,8 @@ import torch
 from torch import Tensor
 
 from .filters import PUNCTUATION
-from .tokens import PackedIds, Vocabulary, subword_flags
+from .languages import PunctuationRule, is_punctuation
+from .tokens import PackedIds, Vocabulary, subword_flags, token_texts
 
 __all__ = ["TokenTexts", "TokenBatch", "TokenEmbeddings", "EmbeddedText"]
 
@@ -89,13 +90,20 @@ class TokenTexts:
         if self.vocabulary is not None:
             return getattr(self.vocabulary, name)[self.packed.ids]
         rule = {"continuation": lambda s: "##" in s, "marker": lambda s: s.startswith(("Ġ", "▁")),
-                "punctuation": lambda s: s in PUNCTUATION}[name]
+                "punctuation": lambda s: s in PUNCTUATION,
+                "unicode_punctuation": lambda s: is_punctuation(token_texts(None, [s])[0])}[name]
         return np.array([rule(s) for s in self._flat_strings()], dtype=bool)
 
     @property
     def punctuation(self) -> np.ndarray:
         """[T] bool: single ASCII punctuation tokens."""
         return self._table("punctuation")
+
+    def punctuation_of(self, rule: PunctuationRule) -> np.ndarray:
+        """[T] bool: punctuation tokens by `rule`: "ascii" (a single ASCII punctuation character, MoverScore's
+        original rule, English) or "unicode" (a token whose text is Unicode punctuation only, every other
+        language; :func:`movers.text.languages.is_punctuation`)."""
+        return self._table("punctuation" if rule == "ascii" else "unicode_punctuation")
 
     def subword(self) -> np.ndarray:
         """[T] bool: continuation pieces (:func:`movers.text.filters.is_subword` of every token)."""

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core.packed import sides_of
 
-__all__ = ["Vocabulary", "PackedIds", "content_ids", "call_tokens", "MEMO_TOKENS", "subword_flags"]
+__all__ = ["Vocabulary", "PackedIds", "content_ids", "call_tokens", "MEMO_TOKENS", "subword_flags", "token_texts"]
 
 MEMO_TOKENS = 1 << 24
 """Token ids a call keeps for reuse (int32: 64 MiB); texts past it are tokenised again where they are read."""
@@ -50,7 +50,9 @@ class Vocabulary:
     marker: np.ndarray
     punctuation: np.ndarray
     unk: int | None
+    tokenizer: Any = field(default=None, repr=False)
     _words: dict[frozenset[str], np.ndarray] = field(default_factory=dict, repr=False)
+    _unicode_punctuation: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, tokenizer: Any) -> Vocabulary:
@@ -62,7 +64,18 @@ class Vocabulary:
         unk = getattr(tokenizer, "unk_token_id", None)
         return cls(strings, special, np.array(["##" in s for s in strings], dtype=bool),
                    np.array([s.startswith(_MARKERS) for s in strings], dtype=bool),
-                   np.array([s in _PUNCTUATION for s in strings], dtype=bool), unk)
+                   np.array([s in _PUNCTUATION for s in strings], dtype=bool), unk, tokenizer)
+
+    @property
+    def unicode_punctuation(self) -> np.ndarray:
+        """Bool table: the token's text (:func:`token_texts`) is made only of Unicode punctuation (the rule of every
+        language but English), made on first use, once per tokenizer."""
+        if self._unicode_punctuation is None:
+            from .languages import is_punctuation
+
+            self._unicode_punctuation = np.array([is_punctuation(t) for t in token_texts(self.tokenizer,
+                                                                                       self.strings)], dtype=bool)
+        return self._unicode_punctuation
 
     def words(self, words: frozenset[str]) -> np.ndarray:
         """Bool table: the token's string is one of `words` (a stop-word list), made once per list."""
@@ -74,6 +87,16 @@ class Vocabulary:
         """The strings of `ids` (for labels: explanations, cache entries)."""
         strings = self.strings
         return [strings[i] for i in np.asarray(ids).tolist()]
+
+
+def token_texts(tokenizer: Any, strings: Sequence[str]) -> list[str]:
+    """Each token's text as it reads in a text, without white space: decoded by the tokenizer's own decoder where
+    it has one (a byte-level BPE token's bytes as characters, SentencePiece's and BPE's word-start markers
+    removed), else the string without a word-start marker or WordPiece's ``##``."""
+    decoder = getattr(getattr(tokenizer, "backend_tokenizer", None), "decoder", None)
+    if decoder is not None:
+        return [decoder.decode([s]).strip() if s else "" for s in strings]
+    return [s.removeprefix("##").lstrip("".join(_MARKERS)).strip() for s in strings]
 
 
 def subword_flags(continuation: np.ndarray, marker: np.ndarray, punctuation: np.ndarray, position: np.ndarray,
