@@ -198,11 +198,7 @@ def _word_vectors(sentences: list[str], words_of: dict[str, list[str]], encoder:
     forward pass over the sentence (the spaCy tokens joined by spaces); a word without a piece -> zeros."""
     emb = encoder.embed(sentences, batch_size=batch_size, verbose=verbose)
     bb = encoder.backbone
-    if not getattr(bb.tokenizer, "is_fast", False):
-        raise ValueError(f"sms: contextual embeddings need a fast tokenizer (word offsets); {encoder.name} has "
-                         f"{type(bb.tokenizer).__name__}.")
-    offsets = bb.tokenizer(sentences, add_special_tokens=False, return_offsets_mapping=True,
-                           return_attention_mask=False, verbose=False)["offset_mapping"]
+    offsets = encoder.offsets(sentences)
     n_prefix, n_suffix = len(bb.prefix), len(bb.suffix)
     out: dict[str, np.ndarray] = {}
     for t, sent in enumerate(sentences):
@@ -331,6 +327,10 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
 
     def context(self, o: SmsOptions) -> SmsContext:
         name = self.name(o)
+        # Sentences are read whole (one forward pass each; windows for one longer than the model's); the
+        # long-text reading applies to the document (_read). A model that cannot be read fails first.
+        encoder = None if _static(o) else call_encoder(name, o, None if o.embedding is None else str(o.embedding),
+                                                       o.layer, -1, long_texts="window")
         try:
             stops, stop_label = resolve_stopwords(o.stop_words, o.lang)
         except ValueError as err:
@@ -343,14 +343,10 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
         kept = f"sms[stop:{stop_label},tok:{o.tokenizer},seg:{o.segmenter}]"
         if o.lang != DEFAULT_LANG:
             kept = kept[:-1] + f",lang:{o.lang}]"
-        if _static(o):
+        if encoder is None:
             resolve_device(o.device)  # checked although static vectors run on CPU: "cuda" without CUDA is an error
             return SmsContext(o, name, None, kept, load_static_vectors(str(o.embedding or DEFAULT_EMBEDDING)), o.lang,
                               stops, stop_label)
-        # Sentences are read whole (one forward pass each; windows for one longer than the model's); the
-        # long-text reading applies to the document (_read).
-        encoder = call_encoder(name, o, None if o.embedding is None else str(o.embedding), o.layer, -1,
-                               long_texts="window")
         return SmsContext(o, name, encoder, kept, None, o.lang, stops, stop_label)
 
     def _tokens(self, ctx: SmsContext, key: tuple[str, Any]) -> list[list[str]]:

@@ -505,12 +505,9 @@ class Encoder:
         this encoder's); a text that fits is returned as it is. What truncation keeps, as text: for a metric
         that embeds a document sentence by sentence (SMS), so that it reads the same part of a long document as
         the token metrics."""
-        tok = self.backbone.tokenizer
         span = self.span if span is None else span
-        enc = tok(list(texts), add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False,
-                  verbose=False)
         out = []
-        for text, offsets in zip(texts, enc["offset_mapping"], strict=True):
+        for text, offsets in zip(texts, self.offsets(texts), strict=True):
             if len(offsets) <= span:
                 out.append(text)
                 continue
@@ -519,6 +516,32 @@ class Encoder:
                 space = text.rfind(" ", 0, end)
                 end = space if space > 0 else end
             out.append(text[:end].rstrip() if span > 0 else "")
+        return out
+
+    def offsets(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """Each text's content tokens as character spans ``(start, stop)`` of the text: the fast tokenizer's offsets;
+        for a tokenizer without them (a Python one, as ByT5's bytes) where decoding gives the text back, how far
+        the decoded text reaches after each token (a token that completes no character spans nothing).
+
+        Raises:
+            ValueError: The tokenizer gives no offsets and does not decode to the text (naming `model`).
+        """
+        tok = self.backbone.tokenizer
+        try:
+            enc = tok(list(texts), add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False,
+                      verbose=False)
+            return [[(int(s), int(e)) for s, e in row] for row in enc["offset_mapping"]]
+        except (NotImplementedError, KeyError):  # a Python tokenizer: transformers 4 raises, 5 leaves them out
+            pass
+        out = []
+        for text, ids in zip(texts, self.content_ids(texts), strict=True):
+            ends = [len(tok.decode(ids[:k + 1].tolist())) for k in range(len(ids))]
+            if tok.decode(ids.tolist()) != text:
+                raise ValueError(f"movers: `model` (SMS: `embedding`) {self.name}: its tokenizer "
+                                 f"({type(tok).__name__}) gives no character offsets and does not decode to the text "
+                                 f"({text[:40]!r}), so its tokens cannot be placed in words; pass a model with a fast "
+                                 f"(Rust) tokenizer.")
+            out.append(list(zip([0, *ends[:-1]], ends, strict=True)))
         return out
 
     @property

@@ -1,0 +1,185 @@
+"""Every family of encoder a user can name, read as the family is meant to be read, against an oracle that reads the
+same models straight from transformers (tests/support/tiny_models.py), never through movers.
+
+Twenty tiny random models (seven encoder-only, eight encoder-decoder, five decoder-only; WordPiece, byte-level BPE,
+Unigram and ByT5 tokenizers trained here): movers' vectors equal the family's own hidden states (an encoder-decoder
+model's encoder states) to float32 rounding; MoverScore over every token equals the formula computed from those
+states with POT; every OT metric and ``explain`` run on each. A model that is none of these is refused naming
+`model` before any scoring, with nothing left behind.
+"""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import ot
+import pytest
+
+import movers
+from movers.core import cache as loaded
+from movers.text.embedding import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
+
+from .helpers import real_pairs
+from .support.tiny_models import ENCODER, FAMILIES, build, oracle_vectors
+
+ATOL_VECTORS = 1e-5  # float32 rounding: another batch, other padding and kernels
+TEXTS = ["The cat sat on the mat, happily.", "A cat was sitting on the mat.", "Dogs bark!",
+         "He went to the store to buy milk, bread and a newspaper before the rain began."]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Each family's folder, built once: tokenizers trained on 400 real texts of the fixtures."""
+    hyps, refs = real_pairs("wmt15_16")
+    corpus = hyps + refs
+    root = tmp_path_factory.mktemp("families")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        folders = {name: build(name, root / name, corpus) for name in FAMILIES}
+    yield folders
+    movers.clear_encoder_cache()
+
+
+def test_the_matrix_covers_the_three_families_and_the_tokenizer_kinds():
+    kinds = [r.kind for r in FAMILIES.values()]
+    assert len(FAMILIES) >= 10
+    assert {kinds.count(k) >= 3 for k in set(kinds)} == {True} and len(set(kinds)) == 3
+    assert {r.tokenizer for r in FAMILIES.values()} >= {"wordpiece", "bpe", "unigram"}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("layer", [-1, 1])
+def test_vectors_are_the_familys_own_hidden_states(models, name, layer):
+    """Texts of different lengths batched together (padding, for a decoder-only model on the right whatever its
+    tokenizer's padding side) give each text the vectors of that text alone, at the asked hidden state."""
+    kind = FAMILIES[name].kind
+    encoder = movers.load_encoder(str(models[name]), layer=layer, device="cpu")
+    assert encoder.family is {ENCODER: ENCODER_ONLY, "encoder-decoder": ENCODER_DECODER,
+                              "decoder-only": DECODER_ONLY}[kind]
+    got = encoder.embed(TEXTS, batch_size=4)
+    for k, text in enumerate(TEXTS):
+        ids, want = oracle_vectors(models[name], kind, text, layer)
+        assert got.ids[k] == ids, (name, text)
+        np.testing.assert_allclose(got.vectors[k].double().numpy(), want, rtol=0, atol=ATOL_VECTORS,
+                                   err_msg=f"{name}, layer {layer}: {text!r}")
+
+
+def _oracle_moverscore(folder, kind, prediction, reference):
+    """MoverScore's formula over every token (uniform masses, Euclidean cost between unit vectors, 1 - EMD), from
+    the family's own last hidden states, solved by POT."""
+    a = oracle_vectors(folder, kind, prediction, -1)[1]
+    b = oracle_vectors(folder, kind, reference, -1)[1]
+    a, b = a / np.linalg.norm(a, axis=1, keepdims=True), b / np.linalg.norm(b, axis=1, keepdims=True)
+    cost = np.sqrt(np.maximum(((a[:, None] - b[None]) ** 2).sum(-1), 0))
+    return 1 - ot.emd2(np.full(len(a), 1 / len(a)), np.full(len(b), 1 / len(b)), cost)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_moverscore_equals_the_formula_on_the_familys_states(models, name):
+    kind = FAMILIES[name].kind
+    out = movers.moverscore(TEXTS[:2], TEXTS[2:], model=str(models[name]), remove_subwords=False,
+                            remove_punctuation=False)
+    for k in range(2):
+        assert out.scores[k] == pytest.approx(_oracle_moverscore(models[name], kind, TEXTS[k], TEXTS[k + 2]),
+                                              abs=ATOL_VECTORS)
+    label = out.signature.get("model")
+    assert label == f"{name}@local[encoder]" if kind == "encoder-decoder" else label == f"{name}@local"
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_ot_metric_and_explain_run_on_each_family(models, name):
+    folder = str(models[name])
+    reading = "[encoder]" if FAMILIES[name].kind == "encoder-decoder" else ""
+    hyps, refs = TEXTS[:2], TEXTS[2:]
+    for slug, options in (("twmd", {"model": folder, "centering": "none"}), ("lazy_emd", {"model": folder}),
+                          ("sms", {"embedding": folder}), ("s_wms", {"embedding": folder})):
+        out = getattr(movers, slug)(hyps, refs, **options)
+        assert all(math.isfinite(s) for s in out.scores), (slug, out.scores)
+        field = "emb" if slug in ("sms", "s_wms") else "model"
+        assert out.signature.get(field) == f"{name}@local{reading}", (slug, str(out.signature))
+    # a text against itself: the best score the metric has, whatever the family
+    same = movers.moverscore([TEXTS[3]], [TEXTS[3]], model=folder)
+    assert same.scores == [1.0]
+    for slug in ("moverscore", "twmd", "lazy_emd"):
+        plan = movers.explain(slug, TEXTS[0], TEXTS[1], model=folder)
+        assert plan.plan.shape == (len(plan.prediction_labels), len(plan.reference_labels))
+        assert plan.plan.sum() > 0 and math.isfinite(plan.score)
+
+
+def test_the_encoder_of_an_encoder_decoder_model_is_all_that_is_kept(models):
+    """The decoder never runs and is not kept; T5-style models load the encoder's weights only."""
+    for name in ("t5", "bart"):
+        encoder = movers.load_encoder(str(models[name]), device="cpu")
+        module = encoder.backbone.model
+        names = [n for n, _ in module.named_parameters()]
+        assert names and not any("decoder" in n for n in names), name
+
+
+def test_modernbert_reads_its_8192_token_window(models):
+    encoder = movers.load_encoder(str(models["modernbert"]), device="cpu")
+    assert encoder.backbone.window == 8192
+    assert encoder.span == 8190  # [CLS] and [SEP] take two positions
+
+
+def test_a_large_vocabulary_is_read_once_per_tokenizer(tmp_path, monkeypatch):
+    """A decoder-only model with a 150,000-token vocabulary: the tokenizer's tables are made once for two calls."""
+    import tokenizers
+    import torch
+    import transformers
+
+    from movers.text import tokens
+
+    words = [f"w{k}" for k in range(150_000)]
+    vocab = {w: i for i, w in enumerate(["<|endoftext|>", "[UNK]", *words])}
+    backend = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    transformers.PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]",
+                                         eos_token="<|endoftext|>").save_pretrained(tmp_path)
+    torch.manual_seed(0)
+    transformers.GPT2Model(transformers.GPT2Config(vocab_size=len(vocab), n_embd=16, n_layer=1, n_head=2,
+                                                   n_positions=64)).save_pretrained(tmp_path)
+    made = []
+    of = tokens.Vocabulary.of.__func__
+    monkeypatch.setattr(tokens.Vocabulary, "of", classmethod(lambda cls, t: made.append(1) or of(cls, t)))
+    for _ in range(2):
+        movers.moverscore(["w1 w2 w3", "w7 w8"], ["w2 w3 w4", "w9 w8"], model=str(tmp_path))
+    assert len(made) == 1
+    movers.clear_encoder_cache()
+
+
+def test_a_model_that_is_no_text_encoder_is_refused_before_scoring_leaving_nothing(models, tmp_path):
+    import shutil
+
+    import transformers
+
+    vit, whisper, bare, remote = (tmp_path / n for n in ("vit", "whisper", "bare", "remote"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformers.ViTModel(transformers.ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                                     intermediate_size=64, image_size=32, patch_size=8)
+                              ).save_pretrained(vit)
+        transformers.WhisperModel(transformers.WhisperConfig(
+            d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+            encoder_ffn_dim=32, decoder_ffn_dim=32, vocab_size=600, pad_token_id=0, bos_token_id=0, eos_token_id=0,
+            decoder_start_token_id=0)).save_pretrained(whisper)
+    for f in models["gpt2"].iterdir():  # a tokenizer beside the speech model
+        if "token" in f.name:
+            shutil.copy(f, whisper)
+    shutil.copytree(models["bert"], bare, ignore=shutil.ignore_patterns("*token*", "vocab*"))
+    remote.mkdir()
+    (remote / "config.json").write_text(json.dumps({"model_type": "movers_secret", "auto_map": {
+        "AutoConfig": "configuration_secret.SecretConfig", "AutoModel": "modeling_secret.SecretModel"}}))
+    cache = tmp_path / "embedding-cache"
+    for folder, why in ((vit, "is a vit model"), (whisper, "is a whisper model"), (bare, "has no tokenizer"),
+                        (remote, "needs code of its own")):
+        before = set(loaded._CACHE)
+        for slug, option in (("moverscore", "model"), ("twmd", "model"), ("sms", "embedding")):
+            with pytest.raises(ValueError) as err:
+                getattr(movers, slug)(["A cat."], ["The cat."], cache=str(cache), **{option: str(folder)})
+            message = str(err.value)
+            assert "`model` (SMS: `embedding`)" in message and why in message, message
+            assert "encoder-decoder (T5" in message and "decoder-only (GPT-2" in message  # what works
+        assert set(loaded._CACHE) == before, folder.name
+        assert not cache.exists() or not any(cache.rglob("*.npy"))
