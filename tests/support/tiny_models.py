@@ -23,6 +23,14 @@ class Recipe:
     specials: tuple[str, ...]
     template: str | None  # the special tokens around a text ($A), None: none
     padding_side: str = "right"
+    config: str = ""     # the configuration class, where the family is newer than the lowest transformers tested
+
+    @property
+    def available(self) -> bool:
+        """Whether the installed transformers has the family (ModernBERT arrived in transformers 4.48)."""
+        import transformers
+
+        return not self.config or hasattr(transformers, self.config)
 
 
 _BERT = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
@@ -36,7 +44,7 @@ FAMILIES: dict[str, Recipe] = {
     "xlm-roberta": Recipe(ENCODER, "unigram", _ROBERTA, "<s> $A </s>"),
     "deberta-v2": Recipe(ENCODER, "unigram", ("[PAD]", "[CLS]", "[SEP]", "[UNK]"), "[CLS] $A [SEP]"),
     "electra": Recipe(ENCODER, "wordpiece", _BERT, "[CLS] $A [SEP]"),
-    "modernbert": Recipe(ENCODER, "bpe", _BERT, "[CLS] $A [SEP]"),
+    "modernbert": Recipe(ENCODER, "bpe", _BERT, "[CLS] $A [SEP]", config="ModernBertConfig"),
     "distilbert": Recipe(ENCODER, "wordpiece", _BERT, "[CLS] $A [SEP]"),
     "t5": Recipe(ENCODER_DECODER, "unigram", _T5, "$A </s>"),
     "mt5": Recipe(ENCODER_DECODER, "unigram", _T5, "$A </s>"),
@@ -184,7 +192,7 @@ def build(name: str, folder: Path, texts: Sequence[str]) -> Path:
     return folder
 
 
-def oracle_vectors(folder: Path, kind: str, text: str, layer: int) -> tuple[list[int], "object"]:
+def oracle_vectors(folder: Path, kind: str, text: str, layer: int) -> tuple[list[int], object]:
     """(ids, vectors [n, d] float64 numpy) of `text` alone, straight from transformers: the tokenizer's ids with its
     special tokens, and hidden state `layer` of the family's own forward pass (an encoder-decoder model: the
     whole sequence-to-sequence model run with one decoder token, its ``encoder_hidden_states``)."""

@@ -27,7 +27,6 @@ import numpy as np
 from sacrebleu.metrics.bleu import BLEU, BLEUScore
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
-from ..core import cache as _cache
 from ..core.options import Widget, option
 from ..core.result import Scores
 from ..core.scope import current_scope
@@ -142,7 +141,7 @@ class DeltaBleu(MetricSpec[DeltaBleuOptions]):
                              f"which movers does not do; choose one of {list(TOKENIZERS)}.")
         check_choice("delta_bleu", "tokenize", name, list(TOKENIZERS))
         try:  # a tokenizer whose extra packages are missing (MeCab for "ja-mecab") fails here, before any scoring
-            _get_tokenizer(name)
+            BLEU(tokenize=name)
         except RuntimeError as err:
             chosen = "" if o.tokenize is not None else f" (sacreBLEU's tokenizer for lang={o.lang!r})"
             extra = re.search(r"pip install (\S+)", str(err))
@@ -264,13 +263,6 @@ def delta_bleu_ngrams(prediction: str, references: list[str], weights: list[floa
 def _tokenizer_name(o: DeltaBleuOptions) -> str:
     """The sacreBLEU tokenizer a call uses: `tokenize`, or the one sacreBLEU picks for the target language."""
     return o.tokenize if o.tokenize is not None else language(o.lang, "delta_bleu").bleu_tokenizer
-
-
-def _get_tokenizer(name: str) -> Any:
-    """sacreBLEU's tokenizer object `name`, made once per process (MeCab's load a dictionary)."""
-    from sacrebleu.metrics.bleu import _get_tokenizer as get
-
-    return _cache.cached(("sacrebleu-tokenizer", name), lambda: get(name)())
 
 
 def _bleu(o: DeltaBleuOptions) -> BLEU:

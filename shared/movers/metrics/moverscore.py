@@ -55,9 +55,9 @@ from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pai
 from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder, model_label
 from ..text.filters import resolve_stopwords
-from ..text.languages import PunctuationRule, language
 from ..text.guards import check_encoder_inputs
 from ..text.idf import Idf, call_idf
+from ..text.languages import PunctuationRule, language
 from ..text.token_batch import TokenBatch, TokenTexts
 from ..text.tokens import PackedIds
 from . import examples

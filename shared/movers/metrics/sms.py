@@ -301,7 +301,8 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
 
     def check(self, o: SmsOptions) -> None:
         name = self.name(o)
-        if o.embedding is not None and (not isinstance(o.embedding, (str, os.PathLike)) or not str(o.embedding).strip()):
+        if o.embedding is not None and (not isinstance(o.embedding, (str, os.PathLike))
+                                        or not str(o.embedding).strip()):
             raise TypeError(f"{name}: `embedding` must be None, 'glove' or a model id / folder, got {o.embedding!r}.")
         static = _static(o)
         if static and o.lang != DEFAULT_LANG:

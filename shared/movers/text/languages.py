@@ -32,8 +32,8 @@ from typing import Literal
 
 from ..core import cache as _cache
 
-__all__ = ["DEFAULT_LANG", "PunctuationRule", "Language", "DefaultEncoder", "language", "languages", "target_language", "TERMINATORS",
-           "SCRIPT_TERMINATORS", "CJK_TERMINATORS", "is_punctuation", "is_word"]
+__all__ = ["DEFAULT_LANG", "PunctuationRule", "Language", "DefaultEncoder", "language", "languages", "target_language",
+           "TERMINATORS", "SCRIPT_TERMINATORS", "CJK_TERMINATORS", "is_punctuation", "is_word"]
 
 PunctuationRule = Literal["ascii", "unicode"]
 
@@ -104,18 +104,20 @@ class Language:
         return f"punkt-{self.code}" if self.punkt else f"terminators-{self.code}"
 
     def split(self, text: str) -> list[str]:
-        """`text`'s sentences by this language's rule (pieces as they stand, empty ones included)."""
+        """`text`'s sentences by this language's rule, without the white space between them (empty pieces
+        included)."""
         if self.punkt:
             import punkt
 
-            model = _cache.cached(("punkt", self.punkt), lambda: punkt.tokenizer_for(self.punkt))
+            name = self.punkt
+            model = _cache.cached(("punkt", name), lambda: punkt.tokenizer_for(name))
             return list(model.tokenize(text))
         pattern = _CJK_END if self.code in ("zh", "ja") else _END
         pieces, start = [], 0
         for end in pattern.finditer(text):
-            pieces.append(text[start:end.end()])
+            pieces.append(text[start:end.end()].strip())
             start = end.end()
-        return [*pieces, text[start:]]
+        return [*pieces, text[start:].strip()]
 
 
 _CJK_END = re.compile(f"[{CJK_TERMINATORS}]+[{re.escape(CLOSERS)}]*\\s*")
