@@ -110,9 +110,106 @@ def _env() -> dict[str, str]:
 def test_every_block_declares_how_it_is_checked():
     bad = [b.id for b in BLOCKS if b.lang not in RUN | PROSE | {"bash"}]
     assert not bad, f"code blocks without a known language (python, console, bash, text, bibtex): {bad}"
-    unmarked = [b.id for b in BLOCKS if b.lang == "bash" and not b.mark.startswith("not run:")]
-    assert not unmarked, f"bash blocks must say why they are not run (<!-- docs: not run: ... -->): {unmarked}"
+    unmarked = [b.id for b in BLOCKS if b.lang == "bash" and not b.mark.startswith(("not run:", "cannot run:"))]
+    assert not unmarked, (f"bash blocks must say why they are not run as they are (<!-- docs: not run: ... --> or "
+                          f"<!-- docs: cannot run: ... -->): {unmarked}")
     assert sum(b.lang in RUN for b in BLOCKS) >= 20
+
+
+# ----------------------------------------------------------------- bash blocks: a cheap run of each command
+
+ELSEWHERE = {"lm-eval": "needs a language model; .ci/harness_pages.py runs it on a tiny one, with movers[lm-eval] alone",
+             "inspect": "needs a language model; .ci/harness_pages.py runs it on a tiny one, with movers[inspect] alone",
+             "lighteval": "needs a language model; .ci/harness_pages.py runs it on a tiny one, with movers[lighteval]",
+             "hf": "uploads to the Hugging Face Hub: the Hub call is left out"}
+"""Programs of a ``not run`` block that the cheap run leaves out, and why."""
+
+_PARSE_ONLY = """
+import argparse, sys
+sys.path.insert(0, sys.argv[1])
+parse = argparse.ArgumentParser.parse_args
+def parse_only(self, args=None, namespace=None):
+    parse(self, args, namespace)  # the command's own parser: an unknown option or a bad value exits 2 here
+    raise SystemExit(0)           # parsed: nothing is run
+argparse.ArgumentParser.parse_args = parse_only
+if sys.argv[2] == "movers":
+    from movers.cli import main
+else:
+    from shared.bench.__main__ import main
+raise SystemExit(main(sys.argv[3:]))
+"""
+
+
+def block_commands(block: Block) -> list[list[str]]:
+    """The commands of a bash block: continuation lines joined, comments dropped, ``&&`` chains split, a
+    ``.venv/bin/`` (or any folder) before a program removed."""
+    out: list[list[str]] = []
+    for line in block.body.replace("\\\n", " ").splitlines():
+        command: list[str] = []
+        for word in shlex.split(line, comments=True):
+            if word in ("&&", ";", "||"):
+                out.append(command)
+                command = []
+            else:
+                command.append(word)
+        out.append(command)
+    return [[Path(c[0]).name, *c[1:]] for c in out if c]
+
+
+def cheap_run(command: list[str]) -> tuple[str, list[str]] | None:
+    """How the docs test runs `command` cheaply: ("parse", [target, *argv]) for the movers command and the studies
+    (parsed by their own argument parser, nothing run), ("install", pip's arguments) for an install (a dry run),
+    ("venv", []) for making a virtual environment; None for a program it cannot run (ELSEWHERE says why)."""
+    program, args = command[0], command[1:]
+    module = args[1] if program.startswith("python") and args[:1] == ["-m"] and len(args) > 1 else None
+    if program == "movers" or module == "movers":
+        return "parse", ["movers", *(args if program == "movers" else args[2:])]
+    if module == "shared.bench":
+        return "parse", ["shared.bench", *args[2:]]
+    if module == "venv":
+        return "venv", []
+    if program == "pip" and args[:1] == ["install"]:
+        return "install", args[1:]
+    return None
+
+
+NOT_RUN = [b for b in BLOCKS if b.lang == "bash" and b.mark.startswith("not run:")]
+
+
+@pytest.mark.parametrize("block", NOT_RUN, ids=lambda b: b.id)
+def test_a_block_that_is_not_run_parses_with_the_commands_own_parser(block):
+    """Every command of a ``not run`` block that the docs test can run cheaply parses with the command's own parser
+    (``movers ...``, ``python -m shared.bench ...``); the others are installs (a dry run: the system tests), or
+    programs ELSEWHERE names. A block that cannot run at all says so: ``<!-- docs: cannot run: why -->``."""
+    from .support.cli_process import run_python
+
+    commands = block_commands(block)
+    assert commands, block.id
+    unknown = [c[0] for c in commands if cheap_run(c) is None and c[0] not in ELSEWHERE]
+    assert not unknown, (f"{block.id}: the docs test cannot run {unknown} cheaply; say why it cannot run at all "
+                         f"(<!-- docs: cannot run: ... -->) or name the program in ELSEWHERE")
+    for command in commands:
+        how = cheap_run(command)
+        if how is None or how[0] != "parse":
+            continue
+        proc = run_python(_PARSE_ONLY, [str(REPO), *how[1]], env=_env(), cwd=REPO)
+        assert proc.returncode == 0, f"{block.id}: `{shlex.join(command)}` exits {proc.returncode}: {proc.stderr}"
+
+
+@pytest.mark.system
+def test_the_installs_of_blocks_that_are_not_run_resolve_as_dry_runs(tmp_path):
+    """Each install of a ``not run`` block, as ``pip install --dry-run`` in a fresh environment that sees this one's
+    packages (so that nothing large is fetched), at the checkout's root (``pip install .`` is the checkout)."""
+    from .helpers import venv_with_our_dependencies
+
+    python = venv_with_our_dependencies(tmp_path / "venv")
+    installs = [(b.id, how[1]) for b in NOT_RUN for c in block_commands(b) if (how := cheap_run(c))
+                and how[0] == "install"]
+    assert installs
+    for where_, args in installs:
+        proc = subprocess.run([str(python), "-m", "pip", "install", "--dry-run", "--quiet", *args], cwd=REPO,
+                              capture_output=True, text=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+        assert proc.returncode == 0, f"{where_}: pip install --dry-run {shlex.join(args)}: {proc.stderr[-2000:]}"
 
 
 def _as_param(block: Block):

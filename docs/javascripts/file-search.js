@@ -1,4 +1,4 @@
-/* The site search when the built site is opened from disk (file://, as after `movers docs --build DIR`).
+/* The site search when the built site is opened from disk (file://, as after `python -m shared.bench docs --build DIR`).
    Material runs its search in a Web Worker, and Chromium refuses to start a worker from a file URL. The site
    hook (movers.cli.site.on_post_build) writes the worker's script as a string into search/worker.js and the
    index into search/search_index.js; from a file, this starts the search worker from that string as a blob.

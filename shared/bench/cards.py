@@ -254,7 +254,8 @@ def install_block(repo: Path | None = None) -> str:
     torch = TORCH_VERSION.split("+")[0]
     return "\n".join([
         INSTALL_BEGIN, "",
-        "<!-- docs: not run: it installs; .ci/run installs the same way from a clone -->", "```bash",
+        "<!-- docs: cannot run: it installs from PyTorch's index and GitHub; .ci/run installs the same way from a "
+        "clone -->", "```bash",
         f"pip install torch=={torch} --index-url {TORCH_INDEX}   # CPU; on a GPU machine, the CUDA build of torch",
         f"pip install \"movers @ git+{source}\"", "```", "", INSTALL_END])
 

@@ -23,7 +23,7 @@ timed call counts. Peak RSS is the child's (interpreter, torch and encoder inclu
   ``transport`` is the wall time inside its formula (cost matrices and solvers; pairs solved on threads at once
   count once; :func:`movers.core.progress.tally`), the rest is encoding, histograms and bookkeeping;
 * **bert-score**: a loaded ``BERTScorer`` (:func:`shared.bench.harness.bertscorer`) with the same encoder and
-  layer (bert-score 0.3.13 truncates every text to the model's 512 positions, so past 400 words it scores only the
+  layer (bert-score 0.3.13 truncates every text to the model's 512 positions, so past them it scores only the
   start of each text: marked †).
 """
 from __future__ import annotations
@@ -184,5 +184,6 @@ def render(rows: dict[int, dict[str, Any]], items: list[str], row_words: int, th
     for length, row in rows.items():
         lines.append(f"| {length:,} | " + " | ".join(f"{row[n]['peak_rss_mb']:.0f}" for n in ["floor", *names]) + " |")
     if "bertscore" in names:
-        lines += ["", "† bert-score truncates each text at 512 tokens: past about 400 words it scores only the start."]
+        lines += ["", "† bert-score truncates each text at the model's 512 positions (how many words that is: "
+                  "[Encoders and languages](encoders-and-languages.md#how-many-words-fill-the-window)): past them it scores only the start."]
     return "\n".join(lines)

@@ -141,6 +141,29 @@ def load_set(name: str, limit: int | None = None) -> StudySet:
                     [sources[r["doc_id"]] for r in records], [str(r["doc_id"]) for r in records], human)
 
 
+def window_words(split: str = "dev", model: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    """How many words the encoder's first window holds: over the source articles of the `split`'s sets longer than
+    the window of `model` (default the bundled MiniLM), the words (white-space tokens with a letter or a digit;
+    punctuation marks are not counted) of what truncation keeps (:meth:`~movers.text.embedding.Encoder.first_window`).
+    Returns the count of articles, the median and the 10th and 90th percentiles."""
+    import movers
+
+    encoder = movers.load_encoder(model, device="cpu")
+    words = []
+    for name, (role, _) in SETS.items():
+        if (role == "validation") != (split == "validation"):
+            continue
+        data = load_set(name, limit)
+        for text in dict.fromkeys(data.sources):
+            if len(encoder.content_ids([text])[0]) > encoder.span:
+                kept = encoder.first_window([text])[0]
+                words.append(sum(any(c.isalnum() for c in w) for w in kept.split()))
+    assert words, f"no {split} article is longer than the window of {encoder.name}"
+    low, median, high = np.percentile(words, [10, 50, 90])
+    return {"model": encoder.name, "window": encoder.backbone.window, "articles": len(words), "median": median,
+            "p10": low, "p90": high}
+
+
 def encoder_cost(texts: Sequence[str], reading: Reading) -> float:
     """Tokens the encoder runs under `reading` over the unique `texts`, as a multiple of the floor: every
     content token once, in 512-token windows without overlap (special tokens counted in both)."""
@@ -453,8 +476,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--render", metavar="JSON", help="render the figures in JSON instead of scoring")
     p.add_argument("--write", action="store_true", help="with --render: rewrite the blocks in the docs")
     p.add_argument("--repo", default=".", help="with --write / --figures: the checkout")
+    p.add_argument("--window-words", action="store_true",
+                   help="print how many words the encoder's first window holds on the split's articles, and stop")
+    p.add_argument("--model", default=None, help="with --window-words: the encoder (default: the bundled MiniLM)")
     args = p.parse_args(argv)
     repo = Path(args.repo)
+    if args.window_words:
+        w = window_words(args.split, args.model, args.limit)
+        print(f"{w['model']}, {w['window']} positions: {w['median']:.0f} words in the first window (median over "
+              f"{w['articles']} {args.split} articles longer than it; 10th-90th percentile {w['p10']:.0f}-"
+              f"{w['p90']:.0f}; punctuation marks not counted)")
+        return 0
     if args.render:
         figures = json.loads(Path(args.render).read_text())
         for path, block in render(figures, repo).items():

@@ -52,10 +52,9 @@ _FORK_SMOOTH_VALUE = 0.0  # sacreBLEU 1.4.1's SMOOTH_VALUE_DEFAULT, for 'floor' 
 class DeltaBleuOptions:
     variant: Literal["paper", "galley"] = option("paper", """"paper" (default: the formula above) or "galley"
         (Galley's sacreBLEU fork).""")
-    tokenize: str | None = option(None, """A sacreBLEU tokenizer: None (default) takes the one sacreBLEU's command
-        line picks for the target language `lang` ("zh", "ja-mecab", "ko-mecab", else "13a"); or "13a", "intl", "zh",
-        "ja-mecab", "ko-mecab", "char", "none", ... (the SentencePiece ones download a model, so they are refused;
-        "ja-mecab" and "ko-mecab" need sacrebleu[ja] and sacrebleu[ko]).""",
+    tokenize: str | None = option(None, """A sacreBLEU tokenizer; None (default): sacreBLEU's choice for `lang`
+        ("zh", "ja-mecab", "ko-mecab", else "13a"); "13a", "intl", "char", "none", ... (SentencePiece ones download
+        a model: refused).""",
                                   widget=Widget("dropdown", ("(lang)", "13a", "intl", "zh", "ja-mecab", "ko-mecab",
                                                              "char", "none"), {"(lang)": None}))
     lowercase: bool = option(False, "Lowercase hypotheses and references (never the weights).")

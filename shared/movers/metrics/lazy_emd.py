@@ -115,8 +115,8 @@ class LazyEmdOptions(EmbeddingOptions):
         tokens; True: IDF from this call's references (bert_score's convention, used for both sides); or a
         fitted movers.Idf table. [CLS]/[SEP] always get mass 0.""")
     model: str | None = model_option()
-    layer: int | None = option(None, """hidden_states index; None = the last layer (6 for MiniLM), or for another
-        `lang` without `model` the layer of that language's default encoder.""", integer=True)
+    layer: int | None = option(None, """hidden_states index; None = the last (6 for MiniLM; another `lang`: its
+        default encoder's).""", integer=True)
     reference_aggregation: Literal["min", "mean"] = option("min", """Several references: "min" (default: the
         closest reference) or "mean".""")
     max_iter: int = option(200_000, "The original's iteration cap.", low=1, integer=True)

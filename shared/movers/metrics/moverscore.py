@@ -112,22 +112,21 @@ class MoverScoreOptions(EmbeddingOptions):
                                 low=1, integer=True)
     cost: Cost | None = option(None, "Ground cost between unit vectors; None = the preset's.")
     transform: Transform | None = option(None, "Distance to score; None = the preset's.")
-    idf: IdfSpec = option(False, """False (default): uniform weights, special tokens included (the original's
-        example.py); True: IDF per call, separately on the references and on the predictions (the
-        original README's usage); a fitted movers.Idf table (both sides) or a pair (references, predictions).""",
+    idf: IdfSpec = option(False, """False (default): uniform weights (the original's example.py); True: IDF per
+        call, references and predictions apart (its README's usage); a fitted movers.Idf table, or a pair of them
+        (references, predictions).""",
                           cli=True)
     remove_subwords: bool = option(True, "Give WordPiece continuation pieces (##) no mass (the original).")
-    remove_punctuation: bool = option(True, """Give punctuation tokens no mass: single ASCII punctuation
-        characters in English (the original), tokens of Unicode punctuation only in every other `lang`.""")
-    stop_words: bool | str | Sequence[str] | None = option(None, """None (default), True (the list of `lang`:
-        the shipped 153-word English list for English, spaCy's for the others), a language code ("en", "de", ...)
-        or your own words: they get no mass.""",
+    remove_punctuation: bool = option(True, """Give punctuation tokens no mass (English: single ASCII
+        characters, as the original; another `lang`: Unicode punctuation).""")
+    stop_words: bool | str | Sequence[str] | None = option(None, """None (default), True (the list of `lang`;
+        English: the shipped 153 words), a language code or your own words: they get no mass.""",
                                                             widget=Widget("radio", ("none", "en"), {"none": None}))
     reference_aggregation: Literal["max", "mean"] = option("max", """Several references: "max" (default: the
         closest reference; chosen on the development sets) or "mean" (the original's example).""")
     masses: Masses = option("normalised", """"normalised" (default, the original): each side's weights scaled to
-        total 1, so the whole of both texts is matched; "partial": the lighter text is moved whole into the
-        heavier one and the rest of the heavier costs nothing (Rubner et al. 2000's EMD for unequal masses).""")
+        total 1; "partial": the lighter text moved whole into the heavier, the rest of which costs nothing (Rubner
+        et al. 2000's EMD for unequal masses).""")
     encoder: Encoder | None = encoder_option()
     baseline: float | Literal["fit", "bundled"] | None = baseline_option()
 

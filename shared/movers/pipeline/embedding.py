@@ -79,7 +79,7 @@ C = TypeVar("C", bound="Context")
 
 def long_texts_option() -> Any:
     return option(DEFAULT_LONG_TEXTS, """A text longer than the model window (512 positions for the bundled
-        MiniLM, about 450 words): "truncate" (default: its first window, as MoverScore's and Lazy-EMD's originals
+        MiniLM): "truncate" (default: its first window, as MoverScore's and Lazy-EMD's originals
         and bert-score), "window" (the whole text, in half-overlapping windows; about twice the encoding time) or
         "error". Texts that fit score the same under all three.""")
 
