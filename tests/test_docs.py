@@ -118,9 +118,8 @@ def test_every_block_declares_how_it_is_checked():
 
 # ----------------------------------------------------------------- bash blocks: a cheap run of each command
 
-ELSEWHERE = {"lm-eval": "needs a language model; .ci/harness_pages.py runs it on a tiny one, with movers[lm-eval] alone",
-             "inspect": "needs a language model; .ci/harness_pages.py runs it on a tiny one, with movers[inspect] alone",
-             "lighteval": "needs a language model; .ci/harness_pages.py runs it on a tiny one, with movers[lighteval]",
+_HARNESS = "needs a language model; .ci/harness_pages.py runs it on a tiny one, with that harness's extra alone"
+ELSEWHERE = {"lm-eval": _HARNESS, "inspect": _HARNESS, "lighteval": _HARNESS,
              "hf": "uploads to the Hugging Face Hub: the Hub call is left out"}
 """Programs of a ``not run`` block that the cheap run leaves out, and why."""
 

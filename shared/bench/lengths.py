@@ -185,5 +185,6 @@ def render(rows: dict[int, dict[str, Any]], items: list[str], row_words: int, th
         lines.append(f"| {length:,} | " + " | ".join(f"{row[n]['peak_rss_mb']:.0f}" for n in ["floor", *names]) + " |")
     if "bertscore" in names:
         lines += ["", "† bert-score truncates each text at the model's 512 positions (how many words that is: "
-                  "[Encoders and languages](encoders-and-languages.md#how-many-words-fill-the-window)): past them it scores only the start."]
+                  "[Encoders and languages](encoders-and-languages.md#how-many-words-fill-the-window)): past them "
+                  "it scores only the start."]
     return "\n".join(lines)
