@@ -352,9 +352,12 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
     if family is None:
         raise ValueError(f"movers: {named} is a {getattr(config, 'model_type', '') or type(config).__name__} model, "
                          f"which is not a text encoder movers can read; {fix}.")
-    tokenizer = loading(lambda: transformers.AutoTokenizer.from_pretrained(path, **kwargs))
+    try:
+        tokenizer = loading(lambda: transformers.AutoTokenizer.from_pretrained(path, **kwargs))
+    except OSError as err:  # no tokenizer files (transformers 4 raises; 5 makes a tokenizer of special tokens alone)
+        raise ValueError(f"movers: {named} has no tokenizer ({str(err.__cause__ or err)[:200]}); {fix}.") from None
     if not callable(getattr(tokenizer, "convert_ids_to_tokens", None)) \
-            or len(tokenizer) <= len(set(tokenizer.all_special_ids)):  # transformers makes one of specials alone
+            or len(tokenizer) <= len(set(tokenizer.all_special_ids)):
         raise ValueError(f"movers: {named} has no tokenizer (no vocabulary beside its special tokens); {fix}.")
 
     def load_weights() -> torch.nn.Module:
@@ -536,8 +539,8 @@ class Encoder:
             pass
         out = []
         for text, ids in zip(texts, self.content_ids(texts), strict=True):
-            ends = [len(tok.decode(ids[:k + 1].tolist())) for k in range(len(ids))]
-            if tok.decode(ids.tolist()) != text:
+            ends = [len(tok.decode(ids[:k + 1].tolist(), clean_up_tokenization_spaces=False)) for k in range(len(ids))]
+            if tok.decode(ids.tolist(), clean_up_tokenization_spaces=False) != text:
                 raise ValueError(f"movers: `model` (SMS: `embedding`) {self.name}: its tokenizer "
                                  f"({type(tok).__name__}) gives no character offsets and does not decode to the text "
                                  f"({text[:40]!r}), so its tokens cannot be placed in words; pass a model with a fast "
