@@ -39,6 +39,25 @@ def test_transport_threads_give_the_same_bits(slug, options):
             assert (a is None and b is None) or (np.array_equal(a.plan, b.plan) and a.score == b.score)
 
 
+def test_more_threads_than_problems_start_no_more_threads_than_problems(monkeypatch):
+    """A million threads asked for, by the option or the environment: a call runs on no more threads than it has
+    problems (it failed with "can't start new thread"), with the scores of one thread."""
+    import threading
+
+    started = []
+    start = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self.name) or start(self))
+    for slug, options in (("moverscore", {}), ("sms", {}), ("lazy_emd", {}), ("twmd", {"centering": "corpus"})):
+        fn = getattr(movers, slug)
+        one = fn(PREDS[:5], REFS[:5], transport_threads=1, **options).scores
+        started.clear()
+        assert fn(PREDS[:5], REFS[:5], transport_threads=1_000_000, **options).scores == one, slug
+        assert len([n for n in started if n.startswith("movers-transport")]) <= 6, (slug, len(started))
+        monkeypatch.setenv(parallel.THREADS_ENV, "1000000")
+        assert fn(PREDS[:5], REFS[:5], **options).scores == one, slug
+        monkeypatch.delenv(parallel.THREADS_ENV)
+
+
 def test_transport_threads_option_and_environment(monkeypatch):
     import torch
 
