@@ -28,7 +28,7 @@ import pytest
 import movers
 from movers.integrations.harnesses import LIGHTEVAL_TASKS
 
-from .helpers import REPO
+from .helpers import REPO, check_missing_extra
 from .support.tiny_lm import build_tiny_lm
 
 HAS_LIGHTEVAL = importlib.util.find_spec("lighteval") is not None
@@ -351,17 +351,4 @@ def test_movers_lighteval_tasks_prints_the_task_file_or_names_the_extra():
 
 
 def test_without_lighteval_the_error_quotes_the_extras_requirement():
-    from packaging.requirements import Requirement
-    from packaging.specifiers import SpecifierSet
-
-    tomllib = pytest.importorskip("tomllib")
-    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
-        "optional-dependencies"]["lighteval"]
-    (requirement,) = [Requirement(r) for r in declared if r.startswith("lighteval")]
-    out = subprocess.run([sys.executable, "-c", "import sys; sys.modules['lighteval'] = None\n"
-                          "import movers.integrations.harnesses.lighteval"], capture_output=True, text=True)
-    message = out.stderr.strip().splitlines()[-1]
-    assert message.startswith("ImportError: movers.integrations.harnesses.lighteval needs lighteval: pip install "
-                              "'movers[lighteval]'"), message
-    quoted = re.search(r"\(or pip install 'lighteval([^']*)'\)", message).group(1)
-    assert SpecifierSet(quoted) == requirement.specifier, (quoted, requirement)
+    check_missing_extra("movers.integrations.harnesses.lighteval", "lighteval", "lighteval", "lighteval")
