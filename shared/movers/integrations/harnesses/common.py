@@ -1,11 +1,12 @@
 """What the LLM evaluation harness integrations share: a metric with fixed options, scored on a whole set.
 
-lm-evaluation-harness, Inspect and MLflow each hand a third-party metric the evaluation set in their own
+lm-evaluation-harness, Inspect, MLflow and LightEval each hand a third-party metric the evaluation set in their own
 way (:mod:`movers.integrations.harnesses.lm_eval`, :mod:`movers.integrations.harnesses.inspect_ai`,
-:mod:`movers.integrations.harnesses.mlflow`). Each of them ends in :class:`CorpusMetric`: one ``movers.<slug>`` call
-on every (prediction, references) pair of the set, so that the harness's number is the metric's corpus
-score, per-call statistics (IDF, TWMD's batch centring, ΔBLEU's corpus counts) included, never a mean of
-pairs scored one by one. Imports no harness.
+:mod:`movers.integrations.harnesses.mlflow`, :mod:`movers.integrations.harnesses.lighteval`). Each of them ends in
+:class:`CorpusMetric`: one ``movers.<slug>`` call on every (prediction, references) pair of the set, so that the
+harness's number is the metric's corpus score, per-call statistics (IDF, TWMD's batch centring, ΔBLEU's corpus
+counts) included, never a mean of pairs scored one by one. Task files find their data with :func:`data_path`.
+Imports no harness.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A generation task scored by movers' metrics (LightEval 0.13, a ``--custom-tasks`` file). Run it with
-    lighteval accelerate "model_name=MODEL" movers_template --custom-tasks "$(movers lighteval tasks)" \\
+r"""A generation task scored by movers' metrics (LightEval 0.13, a ``--custom-tasks`` file). Run it with
+    lighteval accelerate "model_name=MODEL" "movers_template|0" --custom-tasks "$(movers lighteval tasks)" \
         --output-dir results --save-details
 on the folder movers_template/ holding test.jsonl: one {"source": ..., "reference": ...} per line ("references":
 [...] for several, and ΔBLEU's "reference_weights": [...], one per reference, where they are rated), beside this
