@@ -290,6 +290,30 @@ def test_samples_the_corpus_cannot_take_together_are_named():
         m.corpus_level_fn.compute_corpus([0.5, 0.25])
 
 
+@needs_lighteval
+def test_the_preparation_names_the_sample_it_refuses():
+    from lighteval.models.model_output import ModelResponse
+    from lighteval.tasks.requests import Doc
+
+    from movers.integrations.harnesses.lighteval import SampleError, SampleTypeError, doc_from_record, metric
+
+    m = metric("twmd", name="twmd_plain", centering="none")
+    assert m.metric_name == "twmd_plain" and m.sample_level_fn.centering == "none"
+    doc = Doc(query="q", choices=["A cat.", None], gold_index=[0, 1], id="7", task_name="t|0")
+    with pytest.raises(SampleTypeError, match=r"twmd: sample '7' of task 't\|0': each gold reference must be a "
+                                              r"string, got NoneType None\."):
+        m.compute_sample(doc=doc, model_response=ModelResponse(text=["A cat."]))
+    doc = Doc(query="q", choices=["A cat."], gold_index=3, id="7", task_name="t|0")
+    with pytest.raises(SampleError, match=r"sample '7' of task 't\|0' has no gold reference.*gold_index=3"):
+        m.compute_sample(doc=doc, model_response=ModelResponse(text=["A cat."]))
+    doc = Doc(query="q", choices=["A cat."], gold_index=0, id="7", task_name="t|0")
+    with pytest.raises(SampleError, match=r"sample '7' of task 't\|0' has no generation"):
+        m.compute_sample(doc=doc, model_response=ModelResponse(text=[]))
+    with pytest.raises(ValueError, match=r"movers LightEval task 't': row 4 has no `source` \(the prompt\); its "
+                                         r"fields are \['prompt', 'reference'\]"):
+        doc_from_record({"prompt": "q", "reference": "r", "__index": 4, "__few_shots": False}, "t")
+
+
 @pytest.mark.slow
 @needs_lighteval
 def test_an_empty_generation_gets_the_worst_value_with_movers_warning(tmp_path):

@@ -157,10 +157,10 @@ def _golds(name: str, where: str, doc: Any) -> list[str]:
                           f"gold choices (doc.choices[doc.gold_index]), got choices={choices!r}, "
                           f"gold_index={gold_index!r}.")
     golds = [choices[i] for i in indices]
-    wrong = next((g for g in golds if not isinstance(g, str)), None)
-    if wrong is not None:
+    wrong = [g for g in golds if not isinstance(g, str)]
+    if wrong:
         raise SampleTypeError(f"{name}: {where}: each gold reference must be a string, got "
-                              f"{type(wrong).__name__} {wrong!r}.")
+                              f"{type(wrong[0]).__name__} {wrong[0]!r}.")
     return golds
 
 
@@ -268,6 +268,9 @@ def doc_from_record(line: Mapping[str, Any], task_name: str = "") -> Doc:
     ``references`` (a list), and optional ``reference_weights`` (ΔBLEU's, one per reference): the references are
     the doc's gold choices (``gold_index`` a list in every doc, so that LightEval's saved details keep one type
     where docs have one reference and several), the weights its ``specific``."""
+    if "source" not in line:
+        raise ValueError(f"movers LightEval task {task_name!r}: row {line.get('__index', '?')} has no `source` (the "
+                         f"prompt); its fields are {sorted(k for k in line if not k.startswith('__'))}.")
     references = line.get("references", line.get("reference"))
     golds = [references] if isinstance(references, str) else list(references or [])
     specific = {"reference_weights": line["reference_weights"]} if line.get("reference_weights") is not None else None
