@@ -1,7 +1,8 @@
 """The harness pages' commands, run in an environment that has only movers and one harness extra: .ci/run
-installs ``movers[lm-eval]`` (then ``movers[inspect]``) alone into a fresh virtual environment and runs
+installs ``movers[lm-eval]`` (then ``movers[inspect]``, ``movers[lighteval]``) alone into a fresh virtual environment
+and runs
 
-    python .ci/harness_pages.py lm-eval     # or: inspect
+    python .ci/harness_pages.py lm-eval     # or: inspect, lighteval
 
 which builds the tiny local language model (tests/support/tiny_lm.py), runs the ``bash`` commands of that harness's
 section of docs/harnesses.md with it in a temporary folder, and checks their results against one
@@ -26,13 +27,15 @@ ATOL = 1e-5  # movers.REGROUPING_ATOL: the harness's in-memory cache holds vecto
 
 
 def page_commands(harness: str) -> list[str]:
-    """The ``bash`` blocks of `harness`'s part of docs/harnesses.md, continuation lines joined."""
+    """The ``bash`` blocks of `harness`'s part of docs/harnesses.md, continuation lines joined; a set-up line
+    (LightEval's offline ``touch``) before the harness's commands."""
     page = (REPO / "docs" / "harnesses.md").read_text(encoding="utf-8")
-    first = {"lm-eval": "lm-eval ", "inspect": "inspect "}[harness]
+    first = {"lm-eval": ("lm-eval ",), "inspect": ("inspect ",), "lighteval": ("touch ", "lighteval ")}[harness]
     text = "\n".join(re.findall(r"```bash\n(.*?)```", page, re.S)).replace("\\\n", " ")
-    chosen = [" ".join(line.split()) for line in text.splitlines() if line.startswith(first)]
-    if not chosen:
-        raise SystemExit(f"docs/harnesses.md has no `{first.strip()}` command")
+    chosen = sorted((" ".join(line.split()) for line in text.splitlines() if line.startswith(first)),
+                    key=lambda line: [line.startswith(prefix) for prefix in first].index(True))
+    if not any(line.startswith(first[-1]) for line in chosen):
+        raise SystemExit(f"docs/harnesses.md has no `{first[-1].strip()}` command")
     return chosen
 
 
@@ -83,8 +86,32 @@ def inspect(folder: Path, model: Path) -> None:
     check("movers/twmd", score.metrics["corpus"].value, movers.twmd(preds, refs, centering="none").score)
 
 
-def check(name: str, got: float, want: float) -> None:
-    if not abs(got - want) <= ATOL:
+def lighteval(folder: Path, model: Path) -> None:
+    """The task file's six metrics, each equal to one movers call on the generations and golds of LightEval's
+    details (to 1e-9: every metric's texts are the same, so the vectors the cache holds are the ones a call makes)."""
+    import datasets
+
+    import movers
+
+    (folder / "movers_template").mkdir()
+    (folder / "movers_template" / "test.jsonl").write_text(
+        "".join(json.dumps({"source": s, "reference": r}) + "\n" for s, r in PAIRS), encoding="utf-8")
+    for command in page_commands("lighteval"):
+        run(command, folder, MODEL=f"{model},device=cpu")
+    results = json.loads(next((folder / "results").rglob("results_*.json")).read_text())["results"]
+    details = datasets.load_dataset("parquet", data_files=str(next((folder / "results").rglob("details_*.parquet"))),
+                                    split="train")
+    preds = [row["model_response"]["text"][0] for row in details]
+    refs = [[row["doc"]["choices"][i] for i in row["doc"]["gold_index"]] for row in details]
+    refs = [golds[0] if len(golds) == 1 else golds for golds in refs]
+    options = {"moverscore": {"idf": True}}
+    for slug in ("twmd", "moverscore", "sms", "s_wms", "lazy_emd", "delta_bleu"):
+        want = getattr(movers, slug)(preds, refs, **options.get(slug, {})).score
+        check(f"movers_{slug}", results["movers_template|0"][f"movers_{slug}"], want, atol=1e-9)
+
+
+def check(name: str, got: float, want: float, atol: float = ATOL) -> None:
+    if not abs(got - want) <= atol:
         raise SystemExit(f"{name}: the harness reported {got}, one movers call gives {want}")
     print(f"{name}: {got:.6f} = one movers call ({want:.6f})")
 
@@ -93,7 +120,7 @@ def main(harness: str) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         model = build_tiny_lm(folder / "tiny", [t for pair in PAIRS for t in pair])
-        {"lm-eval": lm_eval, "inspect": inspect}[harness](folder, model)
+        {"lm-eval": lm_eval, "inspect": inspect, "lighteval": lighteval}[harness](folder, model)
     return 0
 
 

@@ -5,7 +5,7 @@ environment with this one's dependencies.
 The reference outputs of the original implementations are part of the repository (tests/reference/, with the
 README that says how each was produced), so every parity test runs from a bare clone. The human-judgment data
 sets are not (their licences): they are read from $MOVERS_DATA, else ../shared/data beside the checkout, and a test
-that needs one skips naming it.
+that needs one skips naming it. Also: the message of an optional extra's missing package, as a fresh process sees it.
 """
 from __future__ import annotations
 
@@ -107,3 +107,25 @@ def split_pairs() -> tuple[list[str], list[list[str]], list[list[float]]]:
              for i, r in enumerate(records)]
     return ([r["hypothesis"] for r in records], [[ref for _, ref in row] for row in rated],
             [[w for w, _ in row] for row in rated])
+
+
+def check_missing_extra(module: str, package: str, extra: str, import_name: str) -> None:
+    """Importing `module` where `import_name` is missing raises movers' ImportError naming `extra` and quoting the
+    requirement on `package` that pyproject.toml declares for that extra (a fresh Python process)."""
+    import re
+    import subprocess
+    import sys
+
+    from packaging.requirements import Requirement
+
+    tomllib = pytest.importorskip("tomllib")
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"][extra]
+    (requirement,) = [Requirement(r) for r in declared if Requirement(r).name == package]
+    out = subprocess.run([sys.executable, "-c", f"import sys; sys.modules[{import_name!r}] = None\nimport {module}"],
+                         capture_output=True, text=True)
+    message = out.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"ImportError: {module} needs {package}: pip install 'movers[{extra}]' "
+                              f"(or pip install '{package}"), message
+    quoted = re.search(rf"pip install '{re.escape(package)}([^']*)'", message).group(1)
+    assert Requirement(package + quoted).specifier == requirement.specifier, (quoted, requirement)

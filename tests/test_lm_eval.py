@@ -26,7 +26,7 @@ import movers
 import movers.integrations.harnesses.lm_eval as integration
 from movers.core.result import REGROUPING_ATOL
 
-from .helpers import REPO
+from .helpers import REPO, check_missing_extra
 from .support.tiny_lm import build_tiny_lm
 
 PAIRS = [
@@ -161,19 +161,7 @@ def test_the_template_states_each_metrics_aggregation_and_direction():
 
 
 def test_without_lm_eval_the_error_quotes_the_extras_requirement():
-    from packaging.specifiers import SpecifierSet
-
-    tomllib = pytest.importorskip("tomllib")
-    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
-        "optional-dependencies"]["lm-eval"]
-    (requirement,) = [r for r in declared if r.startswith("lm-eval")]
-    out = subprocess.run([sys.executable, "-c", "import sys; sys.modules['lm_eval'] = None\n"
-                          "import movers.integrations.harnesses.lm_eval"], capture_output=True, text=True)
-    message = out.stderr.strip().splitlines()[-1]
-    assert message.startswith("ImportError: movers.integrations.harnesses.lm_eval needs lm-eval: pip install 'movers[lm-eval]' "
-                              "(or pip install 'lm-eval"), message
-    quoted = re.search(r"pip install 'lm-eval([^']*)'", message).group(1)
-    assert SpecifierSet(quoted) == SpecifierSet(requirement[len("lm-eval"):]), (quoted, requirement)
+    check_missing_extra("movers.integrations.harnesses.lm_eval", "lm-eval", "lm-eval", "lm_eval")
 
 
 def test_movers_lm_eval_tasks_prints_the_folder_with_the_shim_and_the_template():

@@ -3,7 +3,7 @@
 A module per command, and one for what they share: ``score`` (``movers score``; ``tables`` renders several systems'
 tables), ``ray`` (``movers score --ray``, a data set on Ray), ``shard`` (``movers score --shard``, each torchrun
 rank its own lines), ``explain`` and ``cache``; ``common`` holds the errors, the reading of files, ``--opt`` parsing
-and the one renderer. ``demo``, ``register``, ``space`` and ``lm-eval`` are a few lines each, here.
+and the one renderer. ``demo``, ``register``, ``space``, ``lm-eval`` and ``lighteval`` are a few lines each, here.
 :data:`USAGE` is what ``movers --help`` prints.
 """
 from __future__ import annotations
@@ -28,6 +28,7 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers space build <slug|all> <dir>   Hugging Face Space folders, each with the movers wheel
     movers cache info|clear [--cache DIR]   an embedding cache folder (movers score --cache DIR, MOVERS_CACHE)
     movers lm-eval tasks             print the lm-evaluation-harness task folder (lm-eval run --include_path DIR)
+    movers lighteval tasks           print the LightEval task file (lighteval accelerate ... --custom-tasks FILE)
     movers --version                 print the version
 
 The studies, timings and the documentation site run from a checkout of the repository, at its root:
@@ -137,6 +138,25 @@ def _lm_eval(argv: list[str]) -> int:
     return 0
 
 
+def _lighteval(argv: list[str]) -> int:
+    if argv != ["tasks"]:
+        print("usage: movers lighteval tasks\n  prints the path of movers' LightEval task file (the task "
+              "movers_template), for `lighteval accelerate MODEL_ARGS \"movers_template|0\" "
+              "--custom-tasks \"$(movers lighteval tasks)\" ...`",
+              file=sys.stdout if argv in (["-h"], ["--help"]) else sys.stderr)
+        return 0 if argv in (["-h"], ["--help"]) else 2
+    import importlib.util
+
+    from ..integrations import harnesses, missing_extra
+
+    if importlib.util.find_spec("lighteval") is None:  # the file imports it; its path alone does not
+        module = "movers.integrations.harnesses.lighteval"
+        print(f"movers lighteval: error: {missing_extra(module, 'lighteval', 'lighteval')}", file=sys.stderr)
+        return 2
+    print(harnesses.LIGHTEVAL_TASKS)
+    return 0
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one line on stderr (no source line of the library): ``movers: warning: ...``."""
     text = str(message)
@@ -163,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"movers {__version__}")
         return 0
     commands = {"demo": _demo, "register": _register, "score": _score, "explain": _explain, "space": _space,
-                "cache": _cache, "lm-eval": _lm_eval}
+                "cache": _cache, "lm-eval": _lm_eval, "lighteval": _lighteval}
     if not argv or argv[0] not in commands:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"movers: error: unknown command {argv[0]!r}; the commands are listed below.", file=sys.stderr)

@@ -3,7 +3,8 @@
 * :mod:`.hub`: the evaluate modules generated from each declaration, their offline bare-name registration and the
   generated parts of their cards;
 * :mod:`.spaces`: the Hub Space page and ``movers space build``;
-* :mod:`.harnesses`: lm-evaluation-harness, Inspect and MLflow (optional extras, imported only when asked for);
+* :mod:`.harnesses`: lm-evaluation-harness, Inspect, MLflow and LightEval (optional extras, imported only when
+  asked for);
 * :mod:`.training`: torchmetrics/Lightning metrics and TRL rewards;
 * :mod:`.ray`: a Ray Data set scored as one call (the ``ray`` extra).
 

@@ -1,17 +1,19 @@
 """What the LLM evaluation harness integrations share: a metric with fixed options, scored on a whole set.
 
-lm-evaluation-harness, Inspect and MLflow each hand a third-party metric the evaluation set in their own
+lm-evaluation-harness, Inspect, MLflow and LightEval each hand a third-party metric the evaluation set in their own
 way (:mod:`movers.integrations.harnesses.lm_eval`, :mod:`movers.integrations.harnesses.inspect_ai`,
-:mod:`movers.integrations.harnesses.mlflow`). Each of them ends in :class:`CorpusMetric`: one ``movers.<slug>`` call
-on every (prediction, references) pair of the set, so that the harness's number is the metric's corpus
-score, per-call statistics (IDF, TWMD's batch centring, ΔBLEU's corpus counts) included, never a mean of
-pairs scored one by one. Imports no harness.
+:mod:`movers.integrations.harnesses.mlflow`, :mod:`movers.integrations.harnesses.lighteval`). Each of them ends in
+:class:`CorpusMetric`: one ``movers.<slug>`` call on every (prediction, references) pair of the set, so that the
+harness's number is the metric's corpus score, per-call statistics (IDF, TWMD's batch centring, ΔBLEU's corpus
+counts) included, never a mean of pairs scored one by one. Task files find their data with :func:`data_path`.
+Imports no harness.
 """
 from __future__ import annotations
 
 import json
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ... import metrics as registry
@@ -20,7 +22,7 @@ from ...core.spec import MetricSpec
 from ...pipeline.call import checked_options, is_empty
 from ...text.embedding_cache import object_cache_options
 
-__all__ = ["CorpusMetric", "corpus_metric"]
+__all__ = ["CorpusMetric", "corpus_metric", "data_path"]
 
 _INPUTS = ("predictions", "references")
 
@@ -105,3 +107,20 @@ def corpus_metric(metric: str | MetricSpec, options: Mapping[str, Any] | None = 
         with _LOCK:
             _METRICS[key] = found
     return found
+
+
+def data_path(folder: str | Path, name: str | Path, *, what: str, kind: str = "file") -> Path:
+    """A task's data `name` (a file, or with ``kind="dir"`` a folder): itself when absolute, else beside the task
+    (`folder`) when it is there, else in the working directory. The harnesses read relative paths from the working
+    directory only, so a task copied beside its data would not find it from elsewhere. `what` opens the message
+    of the ``FileNotFoundError`` raised when it is nowhere."""
+    def found(path: Path) -> bool:
+        return path.is_dir() if kind == "dir" else path.is_file()
+
+    path = Path(name).expanduser()
+    if not path.is_absolute():
+        path = Path(folder, path) if found(Path(folder, path)) else Path.cwd() / path
+    if not found(path):
+        raise FileNotFoundError(f"{what} was found neither beside the task ({folder}) nor in the working directory "
+                                f"({Path.cwd()}).")
+    return path

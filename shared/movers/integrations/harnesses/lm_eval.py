@@ -40,7 +40,7 @@ except ImportError as err:  # an optional extra
 
 from ... import metrics as registry
 from ...core.spec import MetricSpec
-from .common import corpus_metric
+from .common import corpus_metric, data_path
 
 __all__ = ["register", "metric_name", "document_metric", "aggregation", "local_json", "TASKS", "PREFIX", "SIGNATURE"]
 
@@ -146,15 +146,8 @@ def local_json(folder: str | Path, data_files: str | dict[str, str] | None = Non
     if data_files is None:
         raise ValueError("movers lm-eval task: `dataset_kwargs.data_files` must name the task's JSON lines file(s).")
     files = {"test": data_files} if isinstance(data_files, str) else dict(data_files)
-    resolved = {}
-    for split, name in files.items():
-        path = Path(name).expanduser()
-        if not path.is_absolute():
-            path = Path(folder, name) if Path(folder, name).is_file() else Path.cwd() / name
-        if not path.is_file():
-            raise FileNotFoundError(f"movers lm-eval task: data file {name!r} of split {split!r} was found neither "
-                                    f"beside the task ({folder}) nor in the working directory ({Path.cwd()}).")
-        resolved[split] = str(path)
+    resolved = {split: str(data_path(folder, name, what=f"movers lm-eval task: data file {name!r} of split {split!r}"))
+                for split, name in files.items()}
     return datasets.load_dataset("json", data_files=resolved)
 
 
