@@ -189,3 +189,22 @@ def test_a_model_that_is_no_text_encoder_is_refused_before_scoring_leaving_nothi
             assert "encoder-decoder (T5" in message and "decoder-only (GPT-2" in message  # what works
         assert set(loaded._CACHE) == before, folder.name
         assert not cache.exists() or not any(cache.rglob("*.npy"))
+
+
+def test_a_checkpoint_missing_weights_the_reading_uses_is_named(models, tmp_path):
+    """A BERT saved without one attention weight and without its pooler: the first is random in the reading, so a
+    warning names it; the pooler's output is never read, so it is not named."""
+    import shutil
+
+    import transformers
+
+    model = transformers.AutoModel.from_pretrained(models["bert"])
+    gone = "encoder.layer.0.attention.self.query.weight"
+    state = {k: v for k, v in model.state_dict().items() if k != gone and not k.startswith("pooler.")}
+    model.save_pretrained(tmp_path, state_dict=state)
+    for f in models["bert"].iterdir():
+        if "token" in f.name or f.name.startswith("vocab"):
+            shutil.copy(f, tmp_path)
+    with pytest.warns(RuntimeWarning, match=rf"has no weights for 1 parameters the reading uses \({gone}\)"):
+        movers.moverscore(["A cat."], ["The cat."], model=str(tmp_path))
+    movers.clear_encoder_cache()

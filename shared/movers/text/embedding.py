@@ -407,12 +407,13 @@ def _window(config: Any, tokenizer: Any, family: Family) -> int:
 
 def _warn_missing(net: torch.nn.Module, info: dict[str, Any], model: str) -> None:
     """A warning naming the weights the checkpoint lacks that the reading uses and training sets (they are random
-    here); weights of parts that never run (a decoder) and fixed tables (sinusoidal positions) are not named."""
+    here); weights of parts whose output is never read (a decoder, a pooler: RoBERTa's checkpoints have none) and
+    fixed tables (sinusoidal positions) are not named."""
     params = dict(net.named_parameters())
     fixed = {f"{name}.{p}" for name, module in net.named_modules() if "Sinusoidal" in type(module).__name__
              for p, _ in module.named_parameters()}  # computed from their positions when the model is made
-    missing = [key for key in info.get("missing_keys", ()) if not key.startswith("decoder.") and key not in fixed
-               and (key not in params or params[key].requires_grad)]
+    missing = [key for key in info.get("missing_keys", ()) if not key.startswith(("decoder.", "pooler."))
+               and key not in fixed and (key not in params or params[key].requires_grad)]
     if missing:
         import warnings
 
