@@ -39,6 +39,14 @@ def test_correlation_cli_writes_table_png_and_json(tmp_path, capsys):
     assert (tmp_path / "correlation_bagel_quality.png").stat().st_size > 1000
     saved = json.loads((tmp_path / "correlation_bagel.json").read_text())
     assert saved["n"] == 40 and len(saved["scores"]["sentbleu"]) == 40
+    # the scored records it writes give the same figures under movers correlate, from the file alone
+    import movers
+
+    again = movers.correlate(tmp_path / "correlation_bagel.jsonl", "column:sentbleu", human="human.quality",
+                             resamples=50).to_dict()["metrics"]["column:sentbleu"]
+    for s in ("pearson", "spearman", "kendall"):
+        value, low, high = saved["correlations"]["quality"]["sentbleu"][s]
+        assert again[s] == {"value": value, "ci": [low, high]} and value > 0
 
 
 def test_the_study_command_lists_every_study_once(capsys):
@@ -261,6 +269,14 @@ def test_suite_cli_tables_and_cache(tmp_path, capsys):
     assert 'Difference to `sentbleu`' in out
     saved = json.loads((tmp_path / "suite_dev.json").read_text())
     assert saved["sets"]["bagel"]["n"] == 404 and len(list((tmp_path / "scores").glob("bagel_*.json"))) == 2
+    # the table's cells are movers correlate's on the scored records it writes: one command per criterion, averaged
+    import movers
+
+    label = 'sentbleu {"lowercase":true}'
+    per_criterion = [movers.correlate(tmp_path / "judgments" / "bagel.jsonl", f"column:{label}", human=f"human.{c}",
+                                      resamples=100).to_dict()["metrics"][f"column:{label}"]["spearman"]["value"]
+                     for c in ("informativeness", "naturalness", "quality")]
+    assert saved["sets"]["bagel"]["metrics"][label]["value"] == pytest.approx(np.mean(per_criterion), abs=1e-12)
     assert bench(args) == 0 and capsys.readouterr().out.count("(cached)") == 2
     # One set: the mean over sets is that set, interval included.
     for label in ("sentbleu", 'sentbleu {"lowercase":true}'):

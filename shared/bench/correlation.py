@@ -46,8 +46,8 @@ from movers.pipeline.call import is_empty
 
 from .data import DEVELOPMENT, INPUT_FIELDS, VALIDATION, Dataset, load_dataset
 
-__all__ = ["main", "render", "agreement", "score_metric", "group_labels", "record_layout", "parse_metric",
-           "BASELINES", "BASELINE_WORST", "SCORE", "HUMAN"]
+__all__ = ["main", "render", "agreement", "write_judgments", "score_metric", "group_labels", "record_layout",
+           "parse_metric", "BASELINES", "BASELINE_WORST", "SCORE", "HUMAN"]
 
 logger = logging.getLogger("movers")
 
@@ -136,6 +136,25 @@ def agreement(records: Sequence[dict], preds: Sequence[str], refs: Sequence[Sequ
     return correlate(rows, {label: f"column:{SCORE}{label}" for label in scores}, human=HUMAN, level=layout.level,
                      group_by=fields or None, input_field=None if inputs is None else "input",
                      compare_to=compare_to, resamples=n_boot, seed=seed, skip_missing=True, statistics=statistics)
+
+
+def write_judgments(path: Path, records: Sequence[dict], preds: Sequence[str], refs: Sequence[Sequence[str]],
+                    scores: Mapping[str, Sequence[float]]) -> Path:
+    """The scored records as a judgments file for ``movers correlate``: each record's own fields, its texts as
+    they were scored (``prediction``, ``references``: after the set's preprocessing) and each metric's scores as
+    the study correlated them (a distance negated) in a column named by its label, so that
+    ``movers correlate PATH -m column:LABEL ...`` recomputes the study's figures from the file."""
+    taken = {"prediction", "references"} | {k for r in records for k in r}
+    clash = sorted(set(scores) & taken)
+    if clash:
+        raise ValueError(f"correlation: metric labels {clash} are field names of the records; choose other labels.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for i, (r, p, rs) in enumerate(zip(records, preds, refs, strict=True)):
+            row = {k: v for k, v in r.items() if k not in ("hypothesis", "references")}
+            row.update(prediction=p, references=list(rs), **{label: float(s[i]) for label, s in scores.items()})
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
 
 
 def group_labels(records: Sequence[dict], group_by: str | None) -> list[str] | None:
@@ -334,7 +353,9 @@ def main(argv: list[str] | None = None) -> int:
         "negated": [label for label, name, _ in specs if negated(name)], "seconds": timing}
     print(render(json.loads(json.dumps(result))), end="")  # what the JSON holds, as the docs render it
     (out / f"{stem}.json").write_text(json.dumps({**result, "scores": scores}, indent=1))
-    print(f"saved {out / stem}_*.png and {out / stem}.json")
+    write_judgments(out / f"{stem}.jsonl", records, preds, refs, scores)
+    print(f"saved {out / stem}_*.png, {out / stem}.json and {out / stem}.jsonl (the scored records, for movers "
+          f"correlate)")
     return 0
 
 

@@ -13,6 +13,10 @@ groups). The second table gives each setting's difference to the first ``--metri
 The mean over sets gets an interval too: each resample's values averaged over the sets (every set is
 resampled on its own), so the difference of two means has a paired interval as well.
 
+Every segment-level run also writes each set's scored records to ``<out>/judgments/<set>.jsonl``
+(:func:`shared.bench.correlation.write_judgments`): its figures are ``movers correlate`` on that file with
+the set's protocol (``-m column:LABEL``, ``--group-by``, one ``--human`` per criterion, averaged).
+
 The development suite is for choosing defaults; the validation suite is for the final figures only
 (``--suite validation`` prints a reminder). Scores are cached under ``<out>/scores/`` keyed by set,
 subset and the *explicit* metric options (``--no-cache`` recomputes): after a default changes, a cached
@@ -40,7 +44,7 @@ import numpy as np
 
 from movers.core.agreement import interval
 
-from .correlation import agreement, group_labels, parse_metric, record_layout, score_metric
+from .correlation import agreement, group_labels, parse_metric, record_layout, score_metric, write_judgments
 from .data import Dataset, load_dataset
 
 __all__ = ["SetProtocol", "SUITES", "run_suite", "main", "set_bootstrap"]
@@ -189,6 +193,7 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
                        "criteria": criteria, "preprocessing": data.preprocessing, "metrics": {}}
         base_dist = None
         stem = protocol.spec.replace(":", "-")
+        columns: dict[str, list[float]] = {}
         paths = [cache / f"{stem}_{_cache_key(protocol, data.preprocessing, seed, name, kwargs)}.json"
                  for _, name, kwargs in parsed]
         if cached_only and not all(p.is_file() for p in paths):
@@ -205,6 +210,7 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
                 saved = {"label": label, "name": name, "kwargs": kwargs, "scores": scores, "signature": signature,
                          "seconds": time.perf_counter() - start}
                 path.write_text(json.dumps(saved))
+            columns[label] = saved["scores"]
             value, dist = set_bootstrap(saved["scores"], humans, records, protocol, level=level, n_boot=n_boot,
                                         seed=seed)
             row = {"value": value, "ci": list(interval(dist)), "signature": saved["signature"],
@@ -220,6 +226,9 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
             print(f"  {protocol.label}: {label}: {value:.3f} "
                   f"({'cached' if cached else format(saved['seconds'], '.0f') + ' s'})", flush=True)
         result["sets"][protocol.label] = entry
+        if level == "segment" and not cached_only:  # the scored records, for movers correlate
+            name = stem + (f"_{protocol.limit}" if protocol.limit else "")
+            write_judgments(out / "judgments" / f"{name}.jsonl", records, preds, refs, columns)
     if result["sets"]:
         result["mean"] = _mean_over_sets([label for label, _, _ in parsed], result["sets"], dists)
     return result
