@@ -433,3 +433,16 @@ def test_the_help_names_the_command_and_its_defaults():
     text = _parser().format_help()
     assert f"default {core.RESAMPLES}" in text and f"default {core.SEED}" in text
     assert _parser().get_default("level") == core.LEVELS[0] == "segment"
+
+
+def test_the_page_states_the_declared_defaults():
+    """docs/human-judgments.md restates the defaults; they are declared once, in movers.core.agreement."""
+    page = (REPO / "docs" / "human-judgments.md").read_text(encoding="utf-8")
+    assert f"{core.CONFIDENCE:.0%} percentile bootstrap intervals from {core.RESAMPLES:,} resamples" in page
+    assert f"`default_rng({core.SEED})`" in page
+    assert f"fewer than {core.MIN_POINTS} points" in page and f"fewer than {core.MIN_POINTS} outputs" in page
+    assert f"({core.RESAMPLES} resamples, seed {core.SEED})" in page  # the command's header, as printed
+    # the Williams test is defined from 4 points (n - 3 degrees of freedom), as the page says
+    assert not math.isnan(core.williams_test(0.5, 0.4, 0.3, 4)[1])
+    assert math.isnan(core.williams_test(0.5, 0.4, 0.3, 3)[1])
+    assert "at least 4 points" in page

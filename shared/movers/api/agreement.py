@@ -262,6 +262,9 @@ class Agreement:
             m = self.metrics[label]
             for g, (x, y) in _points(self, m).items():
                 ax.scatter(x, y, s=8 if self.level != "system" else 24, alpha=0.6, label=g)
+                if self.level == "system" and len(x) <= 30:  # few enough to name
+                    for name, xi, yi in zip(_system_names(self.judgments, g), x, y, strict=True):
+                        ax.annotate(name, (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
             r, low, high = m.result.interval("pearson")
             what = "mean per-input Pearson r" if self.level == "summary" else "Pearson r"
             title = f"{what} = {r:.3f} [{low:.3f}, {high:.3f}]" if not math.isnan(r) else \
@@ -298,6 +301,15 @@ def _points(agreement: Agreement, m: MetricAgreement) -> dict[str, tuple[np.ndar
     groups = np.asarray(j.layout.groups if j.layout.groups is not None else ["all"] * len(j.human))
     x, y = np.asarray(m.scores), j.human
     return {g: (x[(groups == g) & ~np.isnan(y)], y[(groups == g) & ~np.isnan(y)]) for g in m.result.groups}
+
+
+def _system_names(j: Judgments, group: str) -> list[str]:
+    """The systems of `group` in the order of its system means (sorted, those with a rated record)."""
+    n = len(j.human)
+    groups = np.asarray(j.layout.groups if j.layout.groups is not None else ["all"] * n)
+    systems = np.asarray(j.layout.systems)
+    rated = (groups == group) & ~np.isnan(j.human)
+    return sorted(set(systems[rated].tolist()))
 
 
 def _wrap(text: str, width: int = 40) -> str:

@@ -137,7 +137,7 @@ def _heading(result: Agreement) -> str:
                       f"resampled",
             "summary": f"summary level: correlation across each input's outputs, averaged over {resampled} inputs "
                        f"({inputs}){where}; inputs resampled"}[j.level]
-    return (f"{j.source}: {len(j.records)} records, human score `{j.human_field}`; {line}; "
+    return (f"{j.source}: {len(j.records)} records, human score `{j.human_field}`\n{line};\n"
             f"{stats.CONFIDENCE:.0%} bootstrap intervals ({result.resamples} resamples, seed {result.seed})")
 
 
