@@ -1,4 +1,5 @@
-"""The studies (shared.bench: the correlation study, the suite, validation, systems, the MoverScore speed run) and\nthe demo command."""
+"""The studies (shared.bench: the correlation study, the suite, validation, systems, the MoverScore speed run) and
+the demo command."""
 from __future__ import annotations
 
 import json
@@ -559,8 +560,15 @@ def test_validation_blocks_are_the_saved_figures():
     tables) hold the blocks rendered from cards/validation/*.json: run
     `python -m shared.bench validation --render cards/validation --write` after a new validation run."""
     import movers
-    from shared.bench.validation import (PAGE, SUMMARY, load_results, render_headline, render_summary, render_tables,
-                                         sync)
+    from shared.bench.validation import (
+        PAGE,
+        SUMMARY,
+        load_results,
+        render_headline,
+        render_summary,
+        render_tables,
+        sync,
+    )
 
     from .helpers import REPO
 
@@ -578,8 +586,8 @@ def test_validation_blocks_are_the_saved_figures():
 
 
 def test_validation_plot_draws_every_encoder(tmp_path):
-    """The benchmarks page's picture comes from the saved figures: one panel per encoder (drawn afresh here; the committed
-    PNG is rewritten by `--render --write`)."""
+    """The benchmarks page's picture comes from the saved figures: one panel per encoder (drawn afresh here; the
+    committed PNG is rewritten by `--render --write`)."""
     from PIL import Image
 
     from shared.bench.validation import PAGE, PLOT, load_results, render_plot
