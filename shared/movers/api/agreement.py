@@ -418,7 +418,8 @@ def correlate(judgments: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
             summary levels resample, and the summary level's unit.
         compare_to: A metric (a label, or a metric not among `metrics`, then scored too): every other metric's
             difference to it with a paired bootstrap interval, and the one-sided Williams test of Pearson r.
-        resamples, seed: The bootstrap (numpy ``default_rng(seed)``; the same resamples for every metric).
+        resamples: Bootstrap resamples (the same ones for every metric).
+        seed: The bootstrap's seed (numpy ``default_rng(seed)``).
         skip_missing: Leave out records without a human score (absent or null) instead of refusing them.
         statistics: Which to compute (default all: :func:`movers.core.agreement.statistics_of` the level).
         metric_options: ``{slug: {option: value}}`` for every movers metric of that slug.
