@@ -261,6 +261,7 @@ def _refused(tmp_path, records, *, match, raw=None):
                                        r"'high'"),
     (lambda r: r.update(human=True), r"line 4: field `human` .* must be a finite number, got True"),
     (lambda r: r.update(human=[1]), r"line 4: field `human` .* must be a finite number"),
+    (lambda r: r.update(human="4.5"), r"line 4: field `human` .* must be a finite number, got '4.5'"),  # JSON text
 ])
 def test_bad_records_are_named_by_line_and_field(tmp_path, change, match):
     records = _records(10)
@@ -412,7 +413,7 @@ def test_the_command_prints_tables_and_refuses_bad_input_in_one_line(tmp_path):
     run = run_movers(["correlate", str(EXAMPLE), "-m", "sentbleu", "-m", "chrf", "--compare-to", "sentbleu"],
                      env=_env(), cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith("judgments.jsonl: 40 records, human score `human`; segment level: 40 segments")
+    assert run.stdout.startswith("judgments.jsonl: 40 records, human score `human`\nsegment level: 40 segments")
     assert "Williams t (df)" in run.stdout and "nan" not in run.stdout.lower()
     records = [json.loads(line) for line in EXAMPLE.read_text(encoding="utf-8").splitlines()]
     records[11]["human"] = "NaN"

@@ -433,8 +433,8 @@ def correlate(judgments: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
     """
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
         raise ValueError(f"correlate: `resamples` must be a positive integer, got {resamples!r}.")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"correlate: `seed` must be an integer, got {seed!r}.")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"correlate: `seed` must be a non-negative integer, got {seed!r}.")
     allowed = stats.statistics_of(level) if level in stats.LEVELS else stats.STATISTICS
     bad = [s for s in statistics or () if s not in allowed]
     if bad:

@@ -46,6 +46,7 @@ class Judgments:
     it), and the layout of the level (groups, systems, inputs)."""
 
     source: str                    # the file's name, or "records"
+    text_cells: bool               # a CSV or TSV file: numbers are written as text
     records: list[Mapping[str, Any]]
     places: list[str]              # per record: "line 3" (JSON Lines, CSV), "row 3" (Parquet), "record 3"
     predictions: list[str]
@@ -64,8 +65,8 @@ class Judgments:
     def column(self, name: str) -> list[float]:
         """Each record's number in field `name` (a metric's scores computed elsewhere); a record without one, or
         with one that is not a finite number, is an error naming it."""
-        return [number(field(r, name), f"{self.where(i)}: field `{name}`", missing="") for i, r in
-                enumerate(self.records)]
+        return [number(field(r, name), f"{self.where(i)}: field `{name}`", missing="", text=self.text_cells)
+                for i, r in enumerate(self.records)]
 
 
 def field(record: Mapping[str, Any], name: str) -> Any:
@@ -81,15 +82,16 @@ def field(record: Mapping[str, Any], name: str) -> Any:
     return value
 
 
-def number(value: Any, what: str, *, missing: str | None) -> float:
-    """`value` as a finite float (a CSV cell's text is parsed). An absent or null value gives NaN when `missing`
-    is None, else an error ending with `missing` (a hint)."""
-    if value is _MISSING or value is None or (isinstance(value, str) and not value.strip()):
+def number(value: Any, what: str, *, missing: str | None, text: bool = False) -> float:
+    """`value` as a finite float; with `text` (a CSV or TSV cell) its text is parsed, else (JSON, Parquet, records)
+    it must be a number. An absent or null value (an empty cell) gives NaN when `missing` is None, else an error
+    ending with `missing` (a hint)."""
+    if value is _MISSING or value is None or (text and isinstance(value, str) and not value.strip()):
         if missing is None:
             return float("nan")
         raise ValueError(f"{what} is missing{missing}.")
     parsed = value
-    if isinstance(value, str):
+    if text and isinstance(value, str):
         try:
             parsed = float(value)
         except ValueError:
@@ -109,7 +111,8 @@ def _decoded(data: bytes, name: str) -> str:
 
 
 def read_records(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]]) -> tuple[str, list[Any], list[str]]:
-    """(name, records, place of each record) of a file (by its suffix: :data:`FORMATS`) or of records in memory."""
+    """(name, records, place of each record) of a file (by its suffix: :data:`FORMATS`) or of records in memory;
+    a CSV or TSV file's name ends in ``.csv`` or ``.tsv``."""
     if not isinstance(source, (str, os.PathLike)):
         if isinstance(source, Mapping) or not isinstance(source, Sequence):
             raise TypeError(f"correlate: `judgments` must be a file path or a list of records (dicts), got "
@@ -229,8 +232,9 @@ def read_judgments(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
             raise ValueError(f"{where(i)}: a record must be an object with fields, got {short_repr(record)}.")
     texts = [_texts(r, where(i)) for i, r in enumerate(records)]
     hint = "; pass skip_missing=True (--skip-missing) to leave such records out" if not skip_missing else ""
+    text = FORMATS.get(Path(name).suffix.lower()) in ("csv", "tsv") and name != "records"
     scores = np.array([number(field(r, human), f"{where(i)}: field `{human}` (the human score)",
-                              missing=None if skip_missing else hint) for i, r in enumerate(records)])
+                              missing=None if skip_missing else hint, text=text) for i, r in enumerate(records)])
     group_fields = _fields(group_by)
     input_fields = _fields(input_field)
     if level != "segment" and not input_fields:
@@ -242,7 +246,7 @@ def read_judgments(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
     inputs = _labels(records, input_fields, where, "the input") if level != "segment" else None
     layout = Layout(level, groups, systems, inputs)
     _check_points(layout, scores, where, group_fields, input_fields, human)
-    return Judgments(name, records, places, [p for p, _ in texts], [r for _, r in texts], scores, human, level,
+    return Judgments(name, text, records, places, [p for p, _ in texts], [r for _, r in texts], scores, human, level,
                      tuple(group_fields), tuple(input_fields), layout)
 
 
