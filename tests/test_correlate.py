@@ -447,3 +447,11 @@ def test_the_page_states_the_declared_defaults():
     assert not math.isnan(core.williams_test(0.5, 0.4, 0.3, 4)[1])
     assert math.isnan(core.williams_test(0.5, 0.4, 0.3, 3)[1])
     assert "at least 4 points" in page
+
+
+def test_a_progress_bar_while_the_metrics_score(capsys):
+    movers.correlate(EXAMPLE, "sentbleu", resamples=10, progress=True)
+    err = capsys.readouterr().err
+    assert "movers: sentbleu" in err and "40/40" in err
+    movers.correlate(EXAMPLE, "sentbleu", resamples=10)  # off by default in Python
+    assert capsys.readouterr().err == ""

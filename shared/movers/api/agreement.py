@@ -133,7 +133,7 @@ class MetricAgreement:
     def undefined_groups(self) -> list[str]:
         """The groups where the metric has no correlation: its scores (or, at the summary level, every input's
         scores) are all equal there."""
-        return [g for g, r in self.result.groups.items() if math.isnan(r.point["pearson"])]
+        return [g for g, r in self.result.groups.items() if all(math.isnan(v) for v in r.point.values())]
 
 
 def _estimate(value: float, low: float, high: float) -> dict[str, Any]:
@@ -265,8 +265,10 @@ class Agreement:
                 if self.level == "system" and len(x) <= 30:  # few enough to name
                     for name, xi, yi in zip(_system_names(self.judgments, g), x, y, strict=True):
                         ax.annotate(name, (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
-            r, low, high = m.result.interval("pearson")
-            what = "mean per-input Pearson r" if self.level == "summary" else "Pearson r"
+            shown = "pearson" if "pearson" in m.result.point else next(iter(m.result.point))
+            r, low, high = m.result.interval(shown)
+            name = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}.get(shown, shown)
+            what = f"mean per-input {name}" if self.level == "summary" else name
             title = f"{what} = {r:.3f} [{low:.3f}, {high:.3f}]" if not math.isnan(r) else \
                 "no correlation (its scores are all equal)"
             ax.set_title(f"{_wrap(label)}\n{title}", fontsize=8)
