@@ -286,8 +286,11 @@ def test_bad_files_are_named(tmp_path):
         movers.correlate(tmp_path / "bad.jsonl", "sentbleu")
     with pytest.raises(ValueError, match=r"does not exist"):
         movers.correlate(tmp_path / "missing.jsonl", "sentbleu")
+    (tmp_path / "j.txt").write_text(good + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"unknown format '.txt'"):
         movers.correlate(tmp_path / "j.txt", "sentbleu")
+    with pytest.raises(ValueError, match=r"is not a regular file"):
+        movers.correlate(tmp_path, "sentbleu")
 
 
 def test_too_few_points_and_equal_human_scores_are_refused(tmp_path):
@@ -422,6 +425,11 @@ def test_the_command_prints_tables_and_refuses_bad_input_in_one_line(tmp_path):
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == ("movers correlate: error: bad.jsonl, line 12: field `human` (the human score) must be a "
                           "finite number, got 'NaN'.\n")
+    piped = run_movers(["correlate", "-", "-m", "chrf", "--format", "json"], stdin=EXAMPLE.read_text(encoding="utf-8"),
+                       env=_env(), cwd=tmp_path)  # standard input, as JSON Lines
+    assert piped.returncode == 0 and json.loads(piped.stdout)["n"] == 40
+    bad_pipe = run_movers(["correlate", "-", "-m", "chrf"], stdin='{"prediction": "a"}\n', env=_env(), cwd=tmp_path)
+    assert bad_pipe.returncode == 2 and "<stdin>, line 1: the record has no reference" in bad_pipe.stderr
     opt = run_movers(["correlate", str(EXAMPLE), "-m", "moverscore", "--opt", "idff=1"], env=_env(), cwd=tmp_path)
     assert opt.returncode == 2 and opt.stderr.startswith("movers correlate: error: --opt idff=1: unknown option")
 

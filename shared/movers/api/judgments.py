@@ -37,6 +37,8 @@ REFERENCE_FIELDS = ("references", "reference")
 FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv",
            ".parquet": "parquet"}
 """File suffix -> format."""
+STDIN = "<stdin>"
+"""The name of standard input (``-``) in messages."""
 _MISSING = object()
 
 
@@ -103,8 +105,9 @@ def number(value: Any, what: str, *, missing: str | None, text: bool = False) ->
 
 
 def _decoded(data: bytes, name: str) -> str:
+    """UTF-8 text (a byte-order mark dropped) with ``\\r\\n`` and ``\\r`` line ends read as ``\\n``."""
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as e:
         line = data[:e.start].replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
         raise ValueError(f"{name}, line {line}: not UTF-8 text ({e.reason} at byte {e.start}).") from None
@@ -119,14 +122,18 @@ def read_records(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]]) -
                             f"{type(source).__name__}.")
         records = list(source)
         return "records", records, [f"record {i}" for i in range(1, len(records) + 1)]
+    if str(source) == "-":  # standard input, as JSON Lines
+        import sys
+
+        return _json_lines(STDIN, sys.stdin.buffer.read())
     path = Path(source)
-    kind = FORMATS.get(path.suffix.lower())
-    if kind is None:
-        raise ValueError(f"{path.name}: unknown format {path.suffix!r}; a judgments file is one of "
-                         f"{sorted(FORMATS)}.")
     if not path.is_file():
         raise ValueError(f"judgments file {str(path)!r} does not exist." if not path.exists() else
                          f"judgments file {str(path)!r} is not a regular file.")
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise ValueError(f"{path.name}: unknown format {path.suffix!r}; a judgments file is one of "
+                         f"{sorted(FORMATS)} (or '-': JSON Lines on standard input).")
     if kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -135,26 +142,32 @@ def read_records(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]]) -
         except Exception as e:  # pyarrow's own errors (not a Parquet file, a broken footer)
             raise ValueError(f"{path.name}: not a readable Parquet file ({e}).") from None
         return path.name, rows, [f"row {i}" for i in range(1, len(rows) + 1)]
-    text = _decoded(path.read_bytes(), path.name).replace("\r\n", "\n").replace("\r", "\n")
-    if kind in ("csv", "tsv"):
-        reader = csv.DictReader(io.StringIO(text), delimiter="," if kind == "csv" else "\t")
-        records, places = [], []
-        for row in reader:
-            if None in row:
-                raise ValueError(f"{path.name}, line {reader.line_num}: more cells than the header has columns.")
-            records.append(row)
-            places.append(f"line {reader.line_num}")
-        return path.name, records, places
+    if kind == "jsonl":
+        return _json_lines(path.name, path.read_bytes())
+    text = _decoded(path.read_bytes(), path.name)
+    reader = csv.DictReader(io.StringIO(text), delimiter="," if kind == "csv" else "\t")
     records, places = [], []
-    for number_, line in enumerate(text.split("\n"), 1):  # not splitlines: U+2028 inside a text is no line end
+    for row in reader:
+        if None in row:
+            raise ValueError(f"{path.name}, line {reader.line_num}: more cells than the header has columns.")
+        records.append(row)
+        places.append(f"line {reader.line_num}")
+    return path.name, records, places
+
+
+def _json_lines(name: str, data: bytes) -> tuple[str, list[Any], list[str]]:
+    """One JSON value per non-blank line; a line that is not JSON is an error naming it."""
+    records, places = [], []
+    # not splitlines: U+2028 inside a text is no line end
+    for number_, line in enumerate(_decoded(data, name).split("\n"), 1):
         if not line.strip():
             continue
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path.name}, line {number_}: not valid JSON ({e.msg} at column {e.colno}).") from None
+            raise ValueError(f"{name}, line {number_}: not valid JSON ({e.msg} at column {e.colno}).") from None
         places.append(f"line {number_}")
-    return path.name, records, places
+    return name, records, places
 
 
 def _texts(record: Mapping[str, Any], where: str) -> tuple[str, list[str]]:
@@ -232,7 +245,7 @@ def read_judgments(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
             raise ValueError(f"{where(i)}: a record must be an object with fields, got {short_repr(record)}.")
     texts = [_texts(r, where(i)) for i, r in enumerate(records)]
     hint = "; pass skip_missing=True (--skip-missing) to leave such records out" if not skip_missing else ""
-    text = FORMATS.get(Path(name).suffix.lower()) in ("csv", "tsv") and name != "records"
+    text = FORMATS.get(Path(name).suffix.lower()) in ("csv", "tsv")
     scores = np.array([number(field(r, human), f"{where(i)}: field `{human}` (the human score)",
                               missing=None if skip_missing else hint, text=text) for i, r in enumerate(records)])
     group_fields = _fields(group_by)

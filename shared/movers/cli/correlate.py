@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
                "input field and the --group-by fields. A metric is a movers slug with options as JSON "
                "(-m 'moverscore={\"idf\": true}') or --opt KEY=VALUE, sentbleu or chrf (sacreBLEU), or "
                "column:FIELD for scores already in the file.")
-    p.add_argument("judgments", metavar="JUDGMENTS", help="a JSON Lines (.jsonl), CSV, TSV or Parquet file")
+    p.add_argument("judgments", metavar="JUDGMENTS",
+                   help="a JSON Lines (.jsonl), CSV, TSV or Parquet file; '-': JSON Lines on standard input")
     p.add_argument("-m", "--metric", action="append", required=True, metavar="METRIC",
                    help=f"repeatable: a movers metric ({', '.join(registry.slugs())}) optionally =JSON options; "
                         "sentbleu or chrf (=JSON: sacreBLEU's options); column:FIELD (scores in the file)")
