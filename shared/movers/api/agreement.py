@@ -346,9 +346,15 @@ def _score_all(requests: list[MetricRequest], j: Judgments,
     for r in requests:
         if r.kind == "column":
             out[r.label] = (j.column(r.name), None, False)
-    from ..text.embedding import shared_embeddings
+    if any(r.kind == "movers" for r in requests):
+        from ..text.embedding import shared_embeddings
 
-    with shared_embeddings():
+        block: Any = shared_embeddings()
+    else:  # sacreBLEU and columns only: no encoder, no torch
+        from contextlib import nullcontext
+
+        block = nullcontext()
+    with block:
         for r in requests:
             if r.kind == "sacrebleu":
                 out[r.label] = (sacrebleu_scores(r.name, j.predictions, j.references, r.options, progress=progress),

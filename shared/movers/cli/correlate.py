@@ -14,7 +14,8 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
 from .. import metrics as registry
 from ..core import agreement as stats
@@ -51,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                         "sentbleu or chrf (=JSON: sacreBLEU's options); column:FIELD (scores in the file)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="a movers metric option, as for movers score (slug.KEY=VALUE for one metric)")
+    p.add_argument("--cache", metavar="DIR", default=None,
+                   help="embedding cache folder, as for movers score (default: $MOVERS_CACHE if set)")
     p.add_argument("--human", default="human", metavar="FIELD",
                    help="the field of the human score (default: human; a dotted name reaches into an object)")
     p.add_argument("--level", choices=list(stats.LEVELS), default=stats.LEVELS[0],
@@ -92,11 +95,21 @@ def run(argv: Sequence[str]) -> int:
     options = parse_options(args.opt, slugs) if args.opt else {}
     from ..api.agreement import correlate
 
+    block: Any = nullcontext()
+    if args.cache is not None:  # the embedding cache of every movers metric (else MOVERS_CACHE, if set)
+        from ..text.embedding_cache import EmbeddingCache, using_cache
+
+        try:
+            block = using_cache(EmbeddingCache(args.cache))
+        except ValueError as e:
+            raise UsageError(f"--cache: {e}") from None
     try:
-        result = correlate(args.judgments, args.metric, human=args.human, level=args.level, group_by=args.group_by,
-                           input_field=args.input_field, compare_to=args.compare_to, resamples=args.bootstrap,
-                           seed=args.seed, skip_missing=args.skip_missing, metric_options=options,
-                           progress=args.progress)
+        with block:
+            result = correlate(args.judgments, args.metric, human=args.human, level=args.level,
+                               group_by=args.group_by,
+                               input_field=args.input_field, compare_to=args.compare_to, resamples=args.bootstrap,
+                               seed=args.seed, skip_missing=args.skip_missing, metric_options=options,
+                               progress=args.progress)
     except (TypeError, ValueError) as e:
         message = str(e)
         raise UsageError(message[len("correlate: "):] if message.startswith("correlate: ") else message) from None
