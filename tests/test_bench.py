@@ -1,4 +1,5 @@
-"""The studies (shared.bench: correlation statistics, the suite, validation, systems, the MoverScore speed run) and\nthe demo command."""
+"""The studies (shared.bench: the correlation study, the suite, validation, systems, the MoverScore speed run) and
+the demo command."""
 from __future__ import annotations
 
 import json
@@ -12,34 +13,10 @@ from scipy import stats
 
 from movers.cli import main
 from shared.bench.__main__ import main as bench
-from shared.bench.correlation import parse_metric, correlations
+from shared.bench.correlation import parse_metric
 from shared.bench.data import load_dataset
 
 from .helpers import data_path, real_pairs
-
-
-def test_correlations_agree_with_direct_formulas():
-    rng = np.random.default_rng(0)
-    human = rng.normal(size=200)
-    metric = human + rng.normal(scale=0.8, size=200)
-    got = correlations(metric, human, n_boot=200)
-    assert got["pearson"][0] == pytest.approx(np.corrcoef(metric, human)[0, 1], abs=1e-12)
-    assert got["spearman"][0] == pytest.approx(np.corrcoef(stats.rankdata(metric), stats.rankdata(human))[0, 1],
-                                               abs=1e-12)
-    for key, (value, low, high) in got.items():
-        assert low <= value <= high, key
-    perfect = correlations(np.arange(50.0), np.arange(50.0) ** 3, n_boot=50)
-    assert perfect["spearman"][0] == pytest.approx(1.0) and perfect["kendall"][0] == pytest.approx(1.0)
-
-
-def test_group_by_averages_per_group_values():
-    rng = np.random.default_rng(1)
-    h = rng.normal(size=120)
-    m = np.concatenate([h[:60] + rng.normal(size=60), -h[60:]])
-    groups = ["a"] * 60 + ["b"] * 60
-    got = correlations(m, h, groups, n_boot=50)
-    expected = (np.corrcoef(m[:60], h[:60])[0, 1] + np.corrcoef(m[60:], h[60:])[0, 1]) / 2
-    assert got["pearson"][0] == pytest.approx(expected, abs=1e-12)
 
 
 def test_metric_specs_parse():
@@ -63,6 +40,14 @@ def test_correlation_cli_writes_table_png_and_json(tmp_path, capsys):
     assert (tmp_path / "correlation_bagel_quality.png").stat().st_size > 1000
     saved = json.loads((tmp_path / "correlation_bagel.json").read_text())
     assert saved["n"] == 40 and len(saved["scores"]["sentbleu"]) == 40
+    # the scored records it writes give the same figures under movers correlate, from the file alone
+    import movers
+
+    again = movers.correlate(tmp_path / "correlation_bagel.jsonl", "column:sentbleu", human="human.quality",
+                             resamples=50).to_dict()["metrics"]["column:sentbleu"]
+    for s in ("pearson", "spearman", "kendall"):
+        value, low, high = saved["correlations"]["quality"]["sentbleu"][s]
+        assert again[s] == {"value": value, "ci": [low, high]} and value > 0
 
 
 def test_the_study_command_lists_every_study_once(capsys):
@@ -247,21 +232,29 @@ def test_sentbleu_reproduces_the_other_readme_sanity_figures(name, criterion, lo
 
 # ---------------------------------------------------------------- development / validation suite
 
-def test_paired_bootstrap_point_values_and_pairing():
-    from shared.bench.suite import paired_bootstrap
+def _texts(n, **fields):
+    """`n` records with texts (what movers.correlate reads) and per-record fields from lists."""
+    return [{"hypothesis": f"output {i}", "references": [f"reference {i}"], **{k: v[i] for k, v in fields.items()}}
+            for i in range(n)]
+
+
+def test_set_bootstrap_point_values_and_pairing():
+    from shared.bench.suite import SetProtocol, set_bootstrap
 
     rng = np.random.default_rng(2)
     h1, h2 = rng.normal(size=150), rng.normal(size=150)
     m = h1 + h2 + rng.normal(size=150)
-    groups = ["a"] * 70 + ["b"] * 80
-    value, dist = paired_bootstrap(m, [h1, h2], groups, "pearson", n_boot=300)
+    records = _texts(150, lp=["a"] * 70 + ["b"] * 80)
+    grouped = SetProtocol("toy", "pearson", group_by="lp")
+    value, dist = set_bootstrap(m, [h1, h2], records, grouped, n_boot=300)
     by_hand = np.mean([np.corrcoef(m[s], h[s])[0, 1] for s in (slice(0, 70), slice(70, None)) for h in (h1, h2)])
     assert value == pytest.approx(by_hand, abs=1e-12) and dist.shape == (300,)
-    value_s, _ = paired_bootstrap(m, [h1], None, "spearman", n_boot=10)
+    value_s, _ = set_bootstrap(m, [h1], records, SetProtocol("toy", "spearman"), n_boot=10)
     assert value_s == pytest.approx(stats.spearmanr(m, h1)[0], abs=1e-12)
     # The same items get the same resamples: a monotone rescaling leaves Spearman's paired difference at 0.
-    _, d1 = paired_bootstrap(m, [h1], groups, "spearman", n_boot=200, seed=5)
-    _, d2 = paired_bootstrap(np.exp(m), [h1], groups, "spearman", n_boot=200, seed=5)
+    spearman = SetProtocol("toy", "spearman", group_by="lp")
+    _, d1 = set_bootstrap(m, [h1], records, spearman, n_boot=200, seed=5)
+    _, d2 = set_bootstrap(np.exp(m), [h1], records, spearman, n_boot=200, seed=5)
     assert np.allclose(d1, d2)
 
 
@@ -277,6 +270,14 @@ def test_suite_cli_tables_and_cache(tmp_path, capsys):
     assert 'Difference to `sentbleu`' in out
     saved = json.loads((tmp_path / "suite_dev.json").read_text())
     assert saved["sets"]["bagel"]["n"] == 404 and len(list((tmp_path / "scores").glob("bagel_*.json"))) == 2
+    # the table's cells are movers correlate's on the scored records it writes: one command per criterion, averaged
+    import movers
+
+    label = 'sentbleu {"lowercase":true}'
+    per_criterion = [movers.correlate(tmp_path / "judgments" / "bagel.jsonl", f"column:{label}", human=f"human.{c}",
+                                      resamples=100).to_dict()["metrics"][f"column:{label}"]["spearman"]["value"]
+                     for c in ("informativeness", "naturalness", "quality")]
+    assert saved["sets"]["bagel"]["metrics"][label]["value"] == pytest.approx(np.mean(per_criterion), abs=1e-12)
     assert bench(args) == 0 and capsys.readouterr().out.count("(cached)") == 2
     # One set: the mean over sets is that set, interval included.
     for label in ("sentbleu", 'sentbleu {"lowercase":true}'):
@@ -323,7 +324,7 @@ def _toy(tmp_path, human, *, system=True, name="toy"):
 
 
 def test_records_without_a_human_score_are_skipped_per_criterion(tmp_path):
-    from shared.bench.levels import level_correlations
+    from movers.core.agreement import level_correlations
 
     data = load_dataset("toy", root=_toy(tmp_path, [[1, None], [2, 4], [5, 3], [6, 4]]))
     human = data.human("quality")
@@ -331,7 +332,7 @@ def test_records_without_a_human_score_are_skipped_per_criterion(tmp_path):
     metric = [1.0, 99.0, 4, 4, 5, 7, 3, 7]  # 99 sits on the unrated record: it must not count
     got = level_correlations(metric, human, n_boot=20)
     keep = [0, 2, 3, 4, 5, 6, 7]
-    assert got.skipped == 1 and got.units == {"all": 7}
+    assert got.skipped == 1 and got.groups["all"].units == 7
     assert got.point["pearson"] == pytest.approx(stats.pearsonr([metric[i] for i in keep],
                                                                 [human[i] for i in keep])[0], abs=1e-12)
 
@@ -388,124 +389,6 @@ def test_baselines_give_empty_outputs_the_worst_value():
     assert got[0] == 0.0 and got[2] == 0.0 and got[1] == pytest.approx(alone[0], abs=1e-6) and 0.5 < got[1] < 1
 
 
-def test_williams_test_against_the_formula_and_a_published_value():
-    from shared.bench.significance import williams_test
-
-    # By hand (Graham & Baldwin 2014): r12 = .5, r13 = .3, r23 = .4, n = 20
-    # K = 1 - .25 - .09 - .16 + 2(.5)(.3)(.4) = 0.62
-    # t = 0.2 sqrt(19 * 1.4) / sqrt(2(0.62)(19/17) + (0.8^2 / 4)(0.6^3)) = 1.031504 / sqrt(1.385882 + 0.03456)
-    t, p = williams_test(0.5, 0.3, 0.4, 20)
-    assert t == pytest.approx(1.031504 / np.sqrt(1.420442), abs=1e-5)
-    assert p == pytest.approx(stats.t.sf(0.865484, 17), abs=1e-5)
-    # inmoonlight/nlp-williams README (a Python port of Graham's R script): r12 .65, r13 .55, r23 .3, n 50
-    assert williams_test(0.65, 0.55, 0.3, 50)[1] == pytest.approx(0.20928617286753592, abs=1e-12)
-    # The other direction: a worse metric gets p > 0.5, and the two one-sided p-values add up to 1.
-    assert williams_test(0.55, 0.65, 0.3, 50)[1] == pytest.approx(1 - 0.20928617286753592, abs=1e-12)
-
-
-def test_williams_by_group_uses_the_three_pearson_correlations():
-    from shared.bench.levels import level_correlations
-    from shared.bench.significance import williams_by_group, williams_test
-
-    rng = np.random.default_rng(3)
-    h = rng.normal(size=40)
-    a, b = h + rng.normal(size=40), h + 2 * rng.normal(size=40)
-    got = williams_by_group(level_correlations(a, h, n_boot=10), level_correlations(b, h, n_boot=10))["all"]
-    r12, r13, r23 = stats.pearsonr(a, h)[0], stats.pearsonr(b, h)[0], stats.pearsonr(a, b)[0]
-    assert (got["r12"], got["r13"], got["r23"]) == pytest.approx((r12, r13, r23), abs=1e-12)
-    assert (got["t"], got["p"]) == pytest.approx(williams_test(r12, r13, r23, 40), abs=1e-12) and got["df"] == 37
-
-
-def test_paired_difference_by_hand():
-    from shared.bench.levels import level_correlations
-    from shared.bench.significance import paired_difference
-
-    human = [1, 2, 3, 4]
-    a, b = level_correlations([1, 2, 3, 4], human, n_boot=50), level_correlations([1, 3, 2, 4], human, n_boot=50)
-    # b against human: centred (-1.5, .5, -.5, 1.5) . (-1.5, -.5, .5, 1.5) = 4 over 5 -> r = .8; rho = .8;
-    # tau = (5 concordant - 1 discordant) / 6. a is perfect.
-    got = paired_difference(a, b)
-    assert got["pearson"][0] == pytest.approx(0.2, abs=1e-12)
-    assert got["spearman"][0] == pytest.approx(0.2, abs=1e-12)
-    assert got["kendall"][0] == pytest.approx(1 - 4 / 6, abs=1e-12)
-
-
-def test_paired_difference_uses_the_same_resamples():
-    from shared.bench.levels import level_correlations
-    from shared.bench.significance import paired_difference
-
-    rng = np.random.default_rng(4)
-    h = rng.normal(size=60)
-    m = h + rng.normal(size=60)
-    # An affine copy has the same Pearson r in every resample: with the same resamples the difference is 0 in
-    # each, so its interval is [0, 0]; independent resamples would give an interval of width ~0.1.
-    got = paired_difference(level_correlations(3 * m + 1, h, n_boot=300), level_correlations(m, h, n_boot=300))
-    assert got["pearson"] == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
-    assert got["spearman"] == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
-    # A clearly better metric: the paired interval excludes 0 and contains the point difference.
-    better = paired_difference(level_correlations(h + 0.1 * rng.normal(size=60), h, n_boot=300),
-                               level_correlations(m, h, n_boot=300))
-    for value, low, high in better.values():
-        assert 0 < low <= value <= high
-
-
-# 4 systems (rows) x 2 inputs (columns). System means by hand: metric (2, 4, 6, 5), human (1, 3, 4, 5).
-SYSTEM_METRIC = [[1, 3], [4, 4], [5, 7], [3, 7]]
-SYSTEM_HUMAN = [[1, 1], [2, 4], [5, 3], [6, 4]]
-
-
-def _flat(rows):
-    return [float(x) for row in rows for x in row]
-
-
-def test_system_level_by_hand():
-    from shared.bench.levels import Layout, level_correlations
-
-    layout = Layout("system", systems=[s for s in "ABCD" for _ in range(2)], inputs=["d1", "d2"] * 4)
-    got = level_correlations(_flat(SYSTEM_METRIC), _flat(SYSTEM_HUMAN), layout, n_boot=200)
-    # centred means (-2.25, -.25, 1.75, .75) and (-2.25, -.25, .75, 1.75): r = 7.75 / 8.75 = 31/35;
-    # ranks (1, 2, 4, 3) vs (1, 2, 3, 4): rho = 1 - 6 * 2 / (4 * 15) = .8; one discordant pair of 6: tau = 4/6
-    assert got.point["pearson"] == pytest.approx(31 / 35, abs=1e-12)
-    assert got.point["spearman"] == pytest.approx(0.8, abs=1e-12)
-    assert got.point["kendall"] == pytest.approx(4 / 6, abs=1e-12)
-    assert got.units == {"all": 4} and got.resampled == {"all": 2}
-    # Inputs are resampled: a resample is {d1, d1}, {d1, d2} or {d2, d2}, so the bootstrap takes only the values
-    # of the system means over d1 alone, over both, and over d2 alone.
-    only = [stats.pearsonr([row[j] for row in SYSTEM_METRIC], [row[j] for row in SYSTEM_HUMAN])[0] for j in (0, 1)]
-    values = set(np.round(got.boot["pearson"], 12))
-    assert values == {round(only[0], 12), round(31 / 35, 12), round(only[1], 12)}
-
-
-def test_system_level_skips_unrated_records_from_both_means():
-    from shared.bench.levels import Layout, level_correlations
-
-    layout = Layout("system", systems=[s for s in "ABCD" for _ in range(2)], inputs=["d1", "d2"] * 4)
-    human = _flat(SYSTEM_HUMAN)
-    human[7] = float("nan")  # D's score on d2: D's means become metric 3, human 6
-    got = level_correlations(_flat(SYSTEM_METRIC), human, layout, n_boot=10)
-    assert got.skipped == 1
-    assert got.point["pearson"] == pytest.approx(stats.pearsonr([2, 4, 6, 3], [1, 3, 4, 6])[0], abs=1e-12)
-
-
-def test_summary_level_by_hand():
-    from shared.bench.levels import Layout, level_correlations
-
-    # 4 inputs x 4 systems; per input: r = 1, -1, .8 (as in the paired test), and a constant human row: undefined.
-    metric = [1, 2, 3, 4] * 4
-    human = [1, 2, 3, 4, 4, 3, 2, 1, 1, 3, 2, 4, 2, 2, 2, 2]
-    layout = Layout("summary", inputs=[j for j in "wxyz" for _ in range(4)])
-    got = level_correlations(metric, human, layout, n_boot=300)
-    assert got.point["pearson"] == pytest.approx((1 - 1 + 0.8) / 3, abs=1e-12)
-    assert got.point["spearman"] == pytest.approx((1 - 1 + 0.8) / 3, abs=1e-12)
-    assert got.point["kendall"] == pytest.approx((1 - 1 + 4 / 6) / 3, abs=1e-12)
-    assert got.undefined == 1 and got.units == {"all": 3} and got.resampled == {"all": 4}
-    # A resample draws 4 inputs; its value is the mean of the defined ones drawn (c1, c2, c3 times).
-    attainable = {round((c1 - c2 + 0.8 * c3) / (c1 + c2 + c3), 12)
-                  for c1 in range(5) for c2 in range(5) for c3 in range(5) if 0 < c1 + c2 + c3 <= 4}
-    drawn = got.boot["pearson"][~np.isnan(got.boot["pearson"])]
-    assert set(np.round(drawn, 12)) <= attainable and len(set(np.round(drawn, 12))) > 5
-
-
 def test_levels_need_systems_and_inputs(tmp_path):
     from shared.bench.correlation import record_layout
 
@@ -537,14 +420,14 @@ def test_correlation_cli_system_level_with_paired_comparison(tmp_path, capsys, m
 
 
 def test_suite_skips_records_without_a_human_score():
-    from shared.bench.suite import paired_bootstrap
+    from shared.bench.suite import SetProtocol, set_bootstrap
 
     rng = np.random.default_rng(5)
     h = rng.normal(size=50)
     m = h + rng.normal(size=50)
     gap = h.copy()
     gap[7] = np.nan
-    value, dist = paired_bootstrap(m, [gap], None, "pearson", n_boot=100)
+    value, dist = set_bootstrap(m, [gap], _texts(50), SetProtocol("toy", "pearson"), n_boot=100)
     keep = np.arange(50) != 7
     assert value == pytest.approx(stats.pearsonr(m[keep], h[keep])[0], abs=1e-12) and not np.isnan(dist).any()
 
@@ -553,25 +436,25 @@ def test_suite_system_level_by_hand():
     """The suite's system level: per-system means of the scores against per-system means of each criterion,
     the statistic averaged over criteria; inputs are resampled, so a monotone rescaling of the per-system means
     keeps Spearman's resamples equal (paired)."""
-    from shared.bench.suite import SetProtocol, system_bootstrap
+    from shared.bench.suite import SetProtocol, set_bootstrap
 
     rng = np.random.default_rng(3)
     systems, inputs = ["s0", "s1", "s2", "s3", "s4"], [f"d{j}" for j in range(6)]
-    records = [{"system": s, "doc_id": d} for s in systems for d in inputs]
+    records = _texts(30, system=[s for s in systems for _ in inputs], doc_id=inputs * 5)
     m = rng.normal(size=len(records))
     h1, h2 = m + rng.normal(size=len(records)), rng.normal(size=len(records))
     protocol = SetProtocol("realsumm", "pearson")  # realsumm's input field: doc_id
-    value, dist = system_bootstrap(m, [h1, h2], records, protocol, n_boot=200, seed=1)
+    value, dist = set_bootstrap(m, [h1, h2], records, protocol, level="system", n_boot=200, seed=1)
     means = [np.asarray(x).reshape(5, 6).mean(1) for x in (m, h1, h2)]  # records are system-major
     by_hand = (np.corrcoef(means[0], means[1])[0, 1] + np.corrcoef(means[0], means[2])[0, 1]) / 2
     assert value == pytest.approx(by_hand, abs=1e-12) and dist.shape == (200,)
     spearman = SetProtocol("realsumm", "spearman")
-    v1, d1 = system_bootstrap(m, [h1], records, spearman, n_boot=200, seed=1)
+    v1, d1 = set_bootstrap(m, [h1], records, spearman, level="system", n_boot=200, seed=1)
     assert v1 == pytest.approx(stats.spearmanr(means[0], means[1])[0], abs=1e-12)
     # a per-system shift that keeps the order of the system means (s0 lowest .. s4 highest by construction)
     ordered = np.repeat(np.arange(5.0), 6) * 100 + m
-    v2, d2 = system_bootstrap(ordered, [h1], records, spearman, n_boot=200, seed=1)
-    v3, d3 = system_bootstrap(ordered * 3 + 1, [h1], records, spearman, n_boot=200, seed=1)
+    v2, d2 = set_bootstrap(ordered, [h1], records, spearman, level="system", n_boot=200, seed=1)
+    v3, d3 = set_bootstrap(ordered * 3 + 1, [h1], records, spearman, level="system", n_boot=200, seed=1)
     assert v2 == v3 and np.array_equal(d2, d3, equal_nan=True)
 
 
@@ -677,8 +560,15 @@ def test_validation_blocks_are_the_saved_figures():
     tables) hold the blocks rendered from cards/validation/*.json: run
     `python -m shared.bench validation --render cards/validation --write` after a new validation run."""
     import movers
-    from shared.bench.validation import (PAGE, SUMMARY, load_results, render_headline, render_summary, render_tables,
-                                         sync)
+    from shared.bench.validation import (
+        PAGE,
+        SUMMARY,
+        load_results,
+        render_headline,
+        render_summary,
+        render_tables,
+        sync,
+    )
 
     from .helpers import REPO
 
@@ -696,8 +586,8 @@ def test_validation_blocks_are_the_saved_figures():
 
 
 def test_validation_plot_draws_every_encoder(tmp_path):
-    """The benchmarks page's picture comes from the saved figures: one panel per encoder (drawn afresh here; the committed
-    PNG is rewritten by `--render --write`)."""
+    """The benchmarks page's picture comes from the saved figures: one panel per encoder (drawn afresh here; the
+    committed PNG is rewritten by `--render --write`)."""
     from PIL import Image
 
     from shared.bench.validation import PAGE, PLOT, load_results, render_plot

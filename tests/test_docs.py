@@ -25,6 +25,7 @@ import doctest
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -98,6 +99,16 @@ def same_output(expected: str, got: str) -> bool:
 class _Checker(doctest.OutputChecker):
     def check_output(self, want: str, got: str, optionflags: int) -> bool:
         return super().check_output(want, got, optionflags) or same_output(want, got)
+
+
+EXAMPLES = REPO / "docs" / "examples"
+"""The files the pages' examples read (docs/human-judgments.md's judgments.jsonl): a block runs in a folder that
+holds a copy of them, as a reader's folder does after downloading them."""
+
+
+def _with_examples(folder: Path) -> None:
+    for path in sorted(EXAMPLES.iterdir()):
+        shutil.copy(path, folder / path.name)
 
 
 def _env() -> dict[str, str]:
@@ -219,6 +230,7 @@ def _as_param(block: Block):
 @pytest.mark.slow
 @pytest.mark.parametrize("block", [_as_param(b) for b in BLOCKS if b.lang == "python"])
 def test_python_block(block, tmp_path, monkeypatch):
+    _with_examples(tmp_path)
     monkeypatch.chdir(tmp_path)
     if ">>>" not in block.body:
         exec(compile(block.body, block.id, "exec"), {"__name__": "__docs__"})
@@ -260,6 +272,7 @@ def _run_command(command: str, folder: Path) -> subprocess.CompletedProcess:
 def test_console_block(block, tmp_path):
     commands = _commands(block.body)
     assert commands, f"{block.id}: a console block needs `$ command` lines"
+    _with_examples(tmp_path)
     for command, expected in commands:
         run = _run_command(command, tmp_path)
         assert run.returncode == 0, f"{block.id}: `{command}` exited {run.returncode}:\n{run.stderr[-2000:]}"

@@ -5,19 +5,21 @@
     python -m shared.bench correlation --data webnlg2020_human --metric twmd --metric bertscore \\
         --compare-to bertscore --level system
 
-Each ``--metric`` is a movers module slug or a baseline (``sentbleu``: sacreBLEU sentence BLEU;
-``bertscore``: bert-score F1 on the same encoder and layer; ``rougeL``: rouge-score F), optionally
-followed by ``=<JSON kwargs>``. Every output is scored: an empty one gets the metric's worst value
-(a movers module's ``empty_predictions="worst"``; 0 for the baselines, :data:`BASELINE_WORST`), and
-the count is printed. A distance (Lazy-EMD) is negated, so that higher is better for every row and its
-correlations and paired differences read like the others' (listed in the output and the JSON). Pearson,
-Spearman and Kendall are computed at ``--level`` (segment, system or summary; :mod:`shared.bench.levels`),
-per group with ``--group-by`` and then averaged, as WMT reports
-per language pair; 95% percentile bootstrap CIs resample segments (segment level) or inputs (system and
-summary levels), within groups. Records without a human score for a criterion are skipped for it and
-counted. ``--compare-to METRIC`` adds each metric's difference to METRIC with a paired interval (the
-same resamples) and the Williams test for Pearson (:mod:`shared.bench.significance`). Output: a
-Markdown table on stdout, a PNG per criterion and a JSON of all figures and scores under ``--out``.
+Each ``--metric`` is a movers module slug, sacreBLEU's ``sentbleu`` or ``chrf`` (the package's,
+:data:`movers.api.agreement.SACREBLEU`) or a bench baseline (``bertscore``: bert-score F1 on the same encoder
+and layer; ``rougeL``: rouge-score F), optionally followed by ``=<JSON kwargs>``. Every output is scored: an
+empty one gets the metric's worst value (a movers module's ``empty_predictions="worst"``; 0 for the baselines,
+:data:`BASELINE_WORST`), and the count is printed. A distance (Lazy-EMD) is negated, so that higher is better
+for every row and its correlations and paired differences read like the others' (listed in the output and the
+JSON). The
+statistics are ``movers.correlate``'s (:mod:`movers.api.agreement`, one call per criterion on the scored
+records): Pearson, Spearman and Kendall at ``--level`` (segment, system or summary), per group with
+``--group-by`` and then averaged, as WMT reports per language pair; 95% percentile bootstrap CIs resample
+segments (segment level) or inputs (system and summary levels), within groups. Records without a human
+score for a criterion are skipped for it and counted. ``--compare-to METRIC`` adds each metric's difference
+to METRIC with a paired interval (the same resamples) and the Williams test for Pearson. Output: a Markdown
+table on stdout, a PNG per criterion (``movers.Agreement.plot``) and a JSON of all figures and scores under
+``--out``.
 
 Text is preprocessed as the papers did when the set's README names a step (``--preprocess paper``,
 the default; see :mod:`shared.bench.data`): WMT17 is Moses-detokenized as MoverScore's ``run_MT.py``.
@@ -26,34 +28,34 @@ The step applied is printed in the table header and saved in the JSON (``preproc
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
+import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from movers.api.agreement import SACREBLEU, Agreement, correlate, sacrebleu_scores
+from movers.core.agreement import LEVELS, STATISTICS, Layout
 from movers.pipeline.call import is_empty
 
 from .data import DEVELOPMENT, INPUT_FIELDS, VALIDATION, Dataset, load_dataset
-from .levels import LEVELS, STATISTICS, Layout, LevelResult, level_correlations
-from .significance import paired_difference, williams_by_group
 
-__all__ = ["main", "render", "correlations", "score_metric", "group_labels", "record_layout", "parse_metric",
-           "BASELINES", "BASELINE_WORST"]
+__all__ = ["main", "render", "agreement", "write_judgments", "score_metric", "group_labels", "record_layout",
+           "parse_metric", "BASELINES", "BASELINE_WORST", "SCORE", "HUMAN"]
 
 logger = logging.getLogger("movers")
 
 
-# ---------------------------------------------------------------- baselines (not movers modules)
+# ---------------------------------------------------------------- baselines (neither movers modules nor sacreBLEU)
 
-def _sentbleu(preds: list[str], refs: list[list[str]], **kw) -> list[float]:
-    import sacrebleu
-
-    return [sacrebleu.sentence_bleu(p, r, **kw).score for p, r in zip(preds, refs, strict=False)]
+def _sacrebleu(name: str, preds: list[str], refs: list[list[str]], **kw) -> list[float]:
+    return sacrebleu_scores(name, preds, refs, kw)
 
 
 def _bertscore(preds: list[str], refs: list[list[str]], model: str | None = None, layer: int = 6,
@@ -74,10 +76,10 @@ def _rouge_l(preds: list[str], refs: list[list[str]]) -> list[float]:
     return [max(scorer.score(r, p)["rougeL"].fmeasure for r in rs) for p, rs in zip(preds, refs, strict=False)]
 
 
-BASELINES: dict[str, Callable[..., list[float]]] = {"sentbleu": _sentbleu, "bertscore": _bertscore,
-                                                    "rougeL": _rouge_l}
+BASELINES: dict[str, Callable[..., list[float]]] = {
+    **{name: functools.partial(_sacrebleu, name) for name in SACREBLEU}, "bertscore": _bertscore, "rougeL": _rouge_l}
 
-BASELINE_WORST: dict[str, float] = {"sentbleu": 0.0, "bertscore": 0.0, "rougeL": 0.0}
+BASELINE_WORST: dict[str, float] = {**dict.fromkeys(SACREBLEU, 0.0), "bertscore": 0.0, "rougeL": 0.0}
 """The score an empty output gets from each baseline without being scored, as movers' metrics do with
 ``empty_predictions="worst"``: sacreBLEU and rouge-score give an empty hypothesis 0; bert-score 0.3.13 sets an
 empty candidate's F1 to 0 itself, but first calls a tokenizer method that transformers 5 removed
@@ -110,15 +112,49 @@ def score_metric(name: str, preds: list[str], refs: list[list[str]], kwargs: dic
     return [float(x) for x in out["scores"]]
 
 
-# ---------------------------------------------------------------- statistics
+# ---------------------------------------------------------------- statistics (movers.correlate)
 
-def correlations(metric: Sequence[float], human: Sequence[float], groups: Sequence[str] | None = None, *,
-                 level: str = "segment", systems: Sequence[str] | None = None, inputs: Sequence[str] | None = None,
-                 n_boot: int = 1000, seed: int = 0) -> dict[str, tuple[float, float, float]]:
-    """{"pearson"|"spearman"|"kendall": (value, ci_low, ci_high)} at `level` (:mod:`shared.bench.levels`);
-    per-group values are averaged; NaN human scores are skipped."""
-    result = level_correlations(metric, human, Layout(level, groups, systems, inputs), n_boot=n_boot, seed=seed)
-    return {s: result.interval(s) for s in STATISTICS}
+SCORE = "score: "
+"""The prefix of a metric's score column in the records handed to ``movers.correlate``."""
+HUMAN = "human score: "
+"""The prefix of a criterion's column there (None where a record has no score for it: skipped and counted)."""
+
+
+def agreement(records: Sequence[dict], preds: Sequence[str], refs: Sequence[Sequence[str]], human: Sequence[float],
+              scores: Mapping[str, Sequence[float]], layout: Layout, *, group_by: str | None = None,
+              compare_to: str | None = None, n_boot: int = 1000, seed: int = 0,
+              statistics: Sequence[str] = STATISTICS) -> Agreement:
+    """``movers.correlate`` of every scored metric (a ``column:`` of the records) with one human criterion at
+    ``layout.level``, the records' groups, systems and inputs as `layout` (:func:`record_layout`) has them.
+    Records without a score for the criterion (NaN) are skipped and counted."""
+    fields = [f.strip() for f in (group_by or "").split(",") if f.strip()]
+    inputs = None if layout.level == "segment" else layout.inputs
+    rows = [{**{f: r[f] for f in fields}, **({"system": r["system"]} if layout.level == "system" else {}),
+             **({"input": inputs[i]} if inputs is not None else {}), "prediction": p, "references": list(rs),
+             HUMAN: None if math.isnan(h) else h, **{SCORE + label: s[i] for label, s in scores.items()}}
+            for i, (r, p, rs, h) in enumerate(zip(records, preds, refs, human, strict=True))]
+    return correlate(rows, {label: f"column:{SCORE}{label}" for label in scores}, human=HUMAN, level=layout.level,
+                     group_by=fields or None, input_field=None if inputs is None else "input",
+                     compare_to=compare_to, resamples=n_boot, seed=seed, skip_missing=True, statistics=statistics)
+
+
+def write_judgments(path: Path, records: Sequence[dict], preds: Sequence[str], refs: Sequence[Sequence[str]],
+                    scores: Mapping[str, Sequence[float]]) -> Path:
+    """The scored records as a judgments file for ``movers correlate``: each record's own fields, its texts as
+    they were scored (``prediction``, ``references``: after the set's preprocessing) and each metric's scores as
+    the study correlated them (a distance negated) in a column named by its label, so that
+    ``movers correlate PATH -m column:LABEL ...`` recomputes the study's figures from the file."""
+    taken = {"prediction", "references"} | {k for r in records for k in r}
+    clash = sorted(set(scores) & taken)
+    if clash:
+        raise ValueError(f"correlation: metric labels {clash} are field names of the records; choose other labels.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for i, (r, p, rs) in enumerate(zip(records, preds, refs, strict=True)):
+            row = {k: v for k, v in r.items() if k not in ("hypothesis", "references")}
+            row.update(prediction=p, references=list(rs), **{label: float(s[i]) for label, s in scores.items()})
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
 
 
 def group_labels(records: Sequence[dict], group_by: str | None) -> list[str] | None:
@@ -168,59 +204,6 @@ def parse_metric(spec: str) -> tuple[str, str, dict]:
     kwargs = json.loads(js) if js else {}
     label = label or (name if not kwargs else f"{name} {json.dumps(kwargs, separators=(',', ':'))}")
     return label, name, kwargs
-
-
-UNIT = {"segment": "segments", "system": "system means", "summary": "per-input Pearson r"}
-
-
-def _plot(path: Path, title: str, rows: list[tuple[str, LevelResult]], paired: dict[str, dict], base: str | None,
-          level: str) -> None:
-    """Correlations with intervals; paired differences to `base`; then one panel per metric: segments or system
-    means against human scores (scatter), or per-input correlations (summary level, histogram)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    n = len(rows)
-    extra = 1 if paired else 0
-    fig, axes = plt.subplots(1, n + 1 + extra, figsize=(4 * (n + 1 + extra), 3.8))
-    labels = [label for label, _ in rows]
-
-    def bars(ax: Any, values: list[dict[str, tuple[float, float, float]]], names: list[str]) -> None:
-        for k, key in enumerate(STATISTICS):
-            v = np.array([r[key] for r in values], float).reshape(-1, 3)
-            err = np.abs(np.stack([v[:, 0] - v[:, 1], v[:, 2] - v[:, 0]]))
-            ax.bar(np.arange(len(names)) + 0.27 * (k - 1), v[:, 0], 0.27, yerr=err, capsize=2, label=key)
-        ax.set_xticks(np.arange(len(names)), [textwrap(x) for x in names], fontsize=7, rotation=20)
-        ax.axhline(0, color="black", lw=0.5)
-        ax.legend(fontsize=7)
-
-    bars(axes[0], [{s: r.interval(s) for s in STATISTICS} for _, r in rows], labels)
-    axes[0].set_title(f"{title}\n{level} level, 95% bootstrap CI", fontsize=8)
-    if paired:
-        ax = axes[1]
-        bars(ax, [{s: paired[label][s] for s in STATISTICS} for label in paired], list(paired))
-        ax.set_title(f"difference to {base}\n(paired 95% bootstrap CI)", fontsize=8)
-    for ax, (label, result) in zip(axes[1 + extra:], rows, strict=False):
-        if level == "summary":
-            r = np.concatenate([p[0] for p in result.points.values()])
-            ax.hist(r[~np.isnan(r)], bins=20, range=(-1, 1))
-            ax.set_xlabel(f"{textwrap(label)}: Pearson r per input", fontsize=7)
-            ax.set_ylabel("inputs", fontsize=7)
-        else:
-            x = np.concatenate([p[0] for p in result.points.values()])
-            y = np.concatenate([p[1] for p in result.points.values()])
-            ax.scatter(x, y, s=3 if level == "segment" else 14, alpha=0.4 if level == "segment" else 0.8)
-            ax.set_xlabel(f"{textwrap(label)} ({UNIT[level]})", fontsize=7)
-            ax.set_ylabel("human" if level == "segment" else "human (system means)", fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def textwrap(text: str, width: int = 28) -> str:
-    return "\n".join(text[i:i + width] for i in range(0, len(text), width))
 
 
 def _sample(records: list[dict], limit: int | None, seed: int, layout: Layout) -> list[int]:
@@ -340,36 +323,39 @@ def main(argv: list[str] | None = None) -> int:
     per_group: dict[str, dict[str, dict[str, float]]] = {}
     paired_all: dict[str, dict[str, dict]] = {}
     counts: dict[str, dict] = {}
+    input_field = None if layout.inputs is None else (args.input_field or INPUT_FIELDS[args.data.split(":")[0]])
     for criterion in criteria:
-        human = sub.human(criterion)
-        results = {label: level_correlations(s, human, layout, n_boot=args.bootstrap, seed=args.seed)
-                   for label, s in scores.items()}
+        try:
+            found = agreement(records, preds, refs, sub.human(criterion), scores, layout, group_by=args.group_by,
+                              compare_to=base, n_boot=args.bootstrap, seed=args.seed)
+        except ValueError as e:
+            p.error(f"criterion {criterion}: {e}")
+        results = {label: m.result for label, m in found.metrics.items()}
         first = next(iter(results.values()))
-        counts[criterion] = {"skipped": first.skipped, "units": first.units, "resampled": first.resampled,
-                             "undefined_inputs": first.undefined}
+        counts[criterion] = {"skipped": first.skipped, "units": {g: r.units for g, r in first.groups.items()},
+                             "resampled": {g: r.resampled for g, r in first.groups.items()},
+                             "undefined_inputs": sum(r.undefined for r in first.groups.values())}
         summary[criterion] = {label: {s: r.interval(s) for s in STATISTICS} for label, r in results.items()}
-        paired: dict[str, dict] = {}
         if base is not None:
-            for label, r in results.items():
-                if label != base:
-                    paired[label] = {**paired_difference(r, results[base]),
-                                     "williams": williams_by_group(r, results[base])}
-            paired_all[criterion] = paired
+            tests = found.williams()
+            paired_all[criterion] = {label: {**diff, "williams": tests[label]}
+                                     for label, diff in found.differences().items()}
         if layout.groups is not None:
-            per_group[criterion] = {label: {g: v["pearson"] for g, v in r.per_group.items()}
+            per_group[criterion] = {label: {g: v.point["pearson"] for g, v in r.groups.items()}
                                     for label, r in results.items()}
-        _plot(out / f"{stem}_{criterion}.png", f"{args.data} / {criterion}", list(results.items()),
-              {label: {s: v[s] for s in STATISTICS} for label, v in paired.items()}, base, args.level)
+        found.plot(out / f"{stem}_{criterion}.png")
     result = {
         "data": args.data, "n": len(records), "refs": args.refs, "level": args.level,
-        "input_field": None if layout.inputs is None else (args.input_field or INPUT_FIELDS[args.data.split(":")[0]]),
+        "input_field": input_field,
         "preprocessing": data.preprocessing, "group_by": args.group_by, "bootstrap": args.bootstrap,
         "seed": args.seed, "counts": counts, "empty_outputs": empty_outputs, "correlations": summary,
         "compare_to": base, "paired": paired_all, "per_group_pearson": per_group,
         "negated": [label for label, name, _ in specs if negated(name)], "seconds": timing}
     print(render(json.loads(json.dumps(result))), end="")  # what the JSON holds, as the docs render it
     (out / f"{stem}.json").write_text(json.dumps({**result, "scores": scores}, indent=1))
-    print(f"saved {out / stem}_*.png and {out / stem}.json")
+    write_judgments(out / f"{stem}.jsonl", records, preds, refs, scores)
+    print(f"saved {out / stem}_*.png, {out / stem}.json and {out / stem}.jsonl (the scored records, for movers "
+          f"correlate)")
     return 0
 
 

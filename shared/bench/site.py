@@ -274,7 +274,7 @@ _LAYERS = {
     "core": "Results, signatures, explanations and scopes (`movers.core`)",
     "text": "Encoders, the embedding cache, IDF and centring (`movers.text`)",
     "metrics": "The registry and what the metric files export (`movers.metrics`)",
-    "api": "Explain, stream, fit and compare by a metric's name (`movers.api`)",
+    "api": "Explain, stream, fit, compare and correlate by a metric's name (`movers.api`)",
     "integrations": "Loading, evaluate modules and rewards (`movers.integrations`)",
 }
 

@@ -13,6 +13,10 @@ groups). The second table gives each setting's difference to the first ``--metri
 The mean over sets gets an interval too: each resample's values averaged over the sets (every set is
 resampled on its own), so the difference of two means has a paired interval as well.
 
+Every segment-level run also writes each set's scored records to ``<out>/judgments/<set>.jsonl``
+(:func:`shared.bench.correlation.write_judgments`): its figures are ``movers correlate`` on that file with
+the set's protocol (``-m column:LABEL``, ``--group-by``, one ``--human`` per criterion, averaged).
+
 The development suite is for choosing defaults; the validation suite is for the final figures only
 (``--suite validation`` prints a reminder). Scores are cached under ``<out>/scores/`` keyed by set,
 subset and the *explicit* metric options (``--no-cache`` recomputes): after a default changes, a cached
@@ -21,7 +25,7 @@ Subsets keep the 2-core CI machine's budget: sizes are in :data:`SUITES` and in 
 scores the whole sets instead (the final validation tables).
 
 ``--level system`` correlates per-system mean scores with per-system mean human scores, with the bootstrap
-over inputs (:mod:`shared.bench.levels`), on the sets whose records name at least :data:`MIN_SYSTEMS` systems
+over inputs (``movers.correlate``), on the sets whose records name at least :data:`MIN_SYSTEMS` systems
 (STS has none, BAGEL two: their columns are left out, and listed). The scores are the segment level's
 (cached), so the second level costs only the bootstrap.
 """
@@ -38,11 +42,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .correlation import group_labels, parse_metric, record_layout, score_metric
-from .data import Dataset, load_dataset
-from .levels import level_correlations, rowwise
+from movers.core.agreement import interval
 
-__all__ = ["SetProtocol", "SUITES", "run_suite", "main", "paired_bootstrap"]
+from .correlation import agreement, group_labels, parse_metric, record_layout, score_metric, write_judgments
+from .data import Dataset, load_dataset
+
+__all__ = ["SetProtocol", "SUITES", "run_suite", "main", "set_bootstrap"]
 
 
 @dataclass(frozen=True)
@@ -93,35 +98,31 @@ def _sample(n: int, limit: int | None, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, limit, replace=False))
 
 
-def paired_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]], groups: Sequence[str] | None,
-                     statistic: str, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, np.ndarray]:
-    """(point value, bootstrap distribution [n_boot]) of the statistic averaged over criteria and groups.
+def set_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]], records: Sequence[dict],
+                  protocol: SetProtocol, *, level: str = "segment", n_boot: int = 1000,
+                  seed: int = 0) -> tuple[float, np.ndarray]:
+    """(point value, bootstrap distribution [n_boot]) of the protocol's statistic, averaged over criteria and
+    groups: ``movers.correlate`` once per criterion on the records (``column:`` scores), at the segment level
+    (segments resampled within groups) or the system level (per-system means, inputs resampled within groups).
 
-    Resamples depend only on (n, groups, seed), so two metrics scored on the same items get the same
-    resamples: subtracting their distributions gives a paired interval for the difference.
+    The resamples depend only on the records' layout and the seed, so two metrics scored on the same records get
+    the same resamples: subtracting their distributions gives a paired interval. Records without a score for a
+    criterion (NaN) are left out of it. At the segment level the values are averaged over (group, criterion)
+    pairs, at the system level over criteria of the per-criterion averages over groups.
     """
-    m = np.asarray(metric, float)
-    g = np.asarray(groups if groups is not None else ["all"] * len(m))
-    rng = np.random.default_rng(seed)
-    points, dists = [], []
-    for name in sorted(set(g)):
-        idx = np.flatnonzero(g == name)
-        sample = rng.integers(0, len(idx), size=(n_boot, len(idx)))
-        for human in humans:
-            h = np.asarray(human, float)[idx]
-            points.append(rowwise(m[idx][None], h[None], statistic)[0])  # records without a human score left out
-            dists.append(rowwise(m[idx][sample], h[sample], statistic))
+    layout = record_layout(records, level, data=protocol.spec, group_by=protocol.group_by)
+    preds = [r["hypothesis"] for r in records]
+    refs = [list(r["references"]) if protocol.refs == "all" else [r["references"][0]] for r in records]
+    found = [agreement(records, preds, refs, human, {"metric": metric}, layout, group_by=protocol.group_by,
+                       n_boot=n_boot, seed=seed, statistics=(protocol.statistic,)).metrics["metric"].result
+             for human in humans]
+    s = protocol.statistic
+    if level == "segment":
+        points = [r.groups[g].point[s] for g in found[0].groups for r in found]
+        dists = [r.groups[g].boot[s] for g in found[0].groups for r in found]
+    else:
+        points, dists = [r.point[s] for r in found], [r.boot[s] for r in found]
     return float(np.mean(points)), np.nanmean(np.stack(dists), 0)
-
-
-def system_bootstrap(metric: Sequence[float], humans: Sequence[Sequence[float]], records: Sequence[dict],
-                     protocol: SetProtocol, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, np.ndarray]:
-    """As :func:`paired_bootstrap` at the system level: per-system means, inputs resampled (within groups);
-    the statistic averaged over criteria. The resamples depend on the layout and seed only (paired)."""
-    layout = record_layout(records, "system", data=protocol.spec, group_by=protocol.group_by)
-    results = [level_correlations(metric, human, layout, n_boot=n_boot, seed=seed) for human in humans]
-    return (float(np.mean([r.point[protocol.statistic] for r in results])),
-            np.nanmean(np.stack([r.boot[protocol.statistic] for r in results]), 0))
 
 
 MIN_SYSTEMS = 4
@@ -186,13 +187,13 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
         records = [data.records[i] for i in pick]
         preds = [r["hypothesis"] for r in records]
         refs = [list(r["references"]) if protocol.refs == "all" else [r["references"][0]] for r in records]
-        groups = group_labels(records, protocol.group_by)
         criteria = list(protocol.criteria) or data.criteria
         humans = [Dataset(data.name, records, data.criteria).human(c) for c in criteria]  # NaN: no score, skipped
         entry: dict = {"n": len(records), "statistic": protocol.statistic, "group_by": protocol.group_by,
                        "criteria": criteria, "preprocessing": data.preprocessing, "metrics": {}}
         base_dist = None
         stem = protocol.spec.replace(":", "-")
+        columns: dict[str, list[float]] = {}
         paths = [cache / f"{stem}_{_cache_key(protocol, data.preprocessing, seed, name, kwargs)}.json"
                  for _, name, kwargs in parsed]
         if cached_only and not all(p.is_file() for p in paths):
@@ -209,24 +210,25 @@ def run_suite(suite: str, metrics: list[str], *, sets: list[str] | None = None, 
                 saved = {"label": label, "name": name, "kwargs": kwargs, "scores": scores, "signature": signature,
                          "seconds": time.perf_counter() - start}
                 path.write_text(json.dumps(saved))
-            if level == "system":
-                value, dist = system_bootstrap(saved["scores"], humans, records, protocol, n_boot=n_boot, seed=seed)
-            else:
-                value, dist = paired_bootstrap(saved["scores"], humans, groups, protocol.statistic, n_boot=n_boot,
-                                               seed=seed)
-            row = {"value": value, "ci": [float(np.nanpercentile(dist, 2.5)), float(np.nanpercentile(dist, 97.5))],
-                   "signature": saved["signature"], "seconds": saved["seconds"]}
+            columns[label] = saved["scores"]
+            value, dist = set_bootstrap(saved["scores"], humans, records, protocol, level=level, n_boot=n_boot,
+                                        seed=seed)
+            row = {"value": value, "ci": list(interval(dist)), "signature": saved["signature"],
+                   "seconds": saved["seconds"]}
             if base_dist is None:
                 base_dist, base_value = dist, value
             else:
                 diff = dist - base_dist
                 row["delta"] = value - base_value
-                row["delta_ci"] = [float(np.nanpercentile(diff, 2.5)), float(np.nanpercentile(diff, 97.5))]
+                row["delta_ci"] = list(interval(diff))
             entry["metrics"][label] = row
             dists.setdefault(label, []).append(dist)
             print(f"  {protocol.label}: {label}: {value:.3f} "
                   f"({'cached' if cached else format(saved['seconds'], '.0f') + ' s'})", flush=True)
         result["sets"][protocol.label] = entry
+        if level == "segment" and not cached_only:  # the scored records, for movers correlate
+            name = stem + (f"_{protocol.limit}" if protocol.limit else "")
+            write_judgments(out / "judgments" / f"{name}.jsonl", records, preds, refs, columns)
     if result["sets"]:
         result["mean"] = _mean_over_sets([label for label, _, _ in parsed], result["sets"], dists)
     return result
@@ -244,11 +246,11 @@ def _mean_over_sets(labels: list[str], sets: dict, dists: dict[str, list[np.ndar
     for label in labels:
         mean = np.mean(np.stack(dists[label]), 0)
         value = float(np.mean([entry["metrics"][label]["value"] for entry in sets.values()]))
-        row = {"value": value, "ci": [float(np.nanpercentile(mean, 2.5)), float(np.nanpercentile(mean, 97.5))]}
+        row = {"value": value, "ci": list(interval(mean))}
         if label != labels[0]:
             diff = mean - base
             row["delta"] = value - base_value
-            row["delta_ci"] = [float(np.nanpercentile(diff, 2.5)), float(np.nanpercentile(diff, 97.5))]
+            row["delta_ci"] = list(interval(diff))
         out[label] = row
     return out
 

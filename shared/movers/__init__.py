@@ -8,7 +8,7 @@ The package is layered; each layer imports only the ones before it:
 ``core`` (transport, histograms, references, results, signatures, options, the metric spec, scopes) <
 ``text`` (encoders, static vectors, filters, sentences, IDF, centring, guards) < ``pipeline`` (the one
 scoring pipeline, its front, the two-pass protocol, streaming, centring fits) < ``metrics`` (one declaration per
-metric and the registry) < ``api`` (explain, stream, fit and compare by a metric's name) < ``integrations``
+metric and the registry) < ``api`` (explain, stream, fit, compare and correlate by a metric's name) < ``integrations``
 (evaluate modules and the Hub, Spaces, the harnesses, training loops, Ray) < ``cli`` (the ``movers`` command).
 ``torchmetrics`` is the public path of the torchmetrics classes (``from movers.torchmetrics import TWMD``).
 
@@ -47,6 +47,8 @@ _LAZY = {
     "explain": "api.by_name",
     "compare": "api.comparison",
     "Comparison": "api.comparison",
+    "correlate": "api.agreement",
+    "Agreement": "api.agreement",
     "fit_centering": "api.by_name",
     "score_stream": "api.by_name",
     "MoversMetric": "integrations.hub.evaluate_module",

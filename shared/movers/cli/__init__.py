@@ -2,8 +2,9 @@
 
 A module per command, and one for what they share: ``score`` (``movers score``; ``tables`` renders several systems'
 tables), ``ray`` (``movers score --ray``, a data set on Ray), ``shard`` (``movers score --shard``, each torchrun
-rank its own lines), ``explain`` and ``cache``; ``common`` holds the errors, the reading of files, ``--opt`` parsing
-and the one renderer. ``demo``, ``register``, ``space``, ``lm-eval`` and ``lighteval`` are a few lines each, here.
+rank its own lines), ``explain``, ``cache`` and ``correlate`` (agreement with human judgments); ``common`` holds
+the errors, the reading of files, ``--opt`` parsing and the one renderer. ``demo``, ``register``, ``space``,
+``lm-eval`` and ``lighteval`` are a few lines each, here.
 :data:`USAGE` is what ``movers --help`` prints.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ usage: movers COMMAND [options]      (movers COMMAND --help for its options)
     movers score -m SLUG -r REFS -c HYPS   score a hypothesis file against reference files (sacreBLEU-style);
                                      --ray DATA: a data set on a Ray cluster; --shard: each torchrun rank its lines
     movers explain -m SLUG HYP REF -o plan.png   heatmap of one pair's transport plan
+    movers correlate JUDGMENTS.jsonl -m METRIC ...   correlation with human judgments (segment, system, summary)
     movers demo                      score a few real sentence pairs with evaluate.load("moverscore")
     movers register                  register the evaluate modules for bare-name offline loading
     movers space build <slug|all> <dir>   Hugging Face Space folders, each with the movers wheel
@@ -111,6 +113,12 @@ def _score(argv: list[str]) -> int:
     return run(argv)
 
 
+def _correlate(argv: list[str]) -> int:
+    from .correlate import main as run
+
+    return run(argv)
+
+
 def _cache(argv: list[str]) -> int:
     from .cache import main as run
 
@@ -183,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"movers {__version__}")
         return 0
     commands = {"demo": _demo, "register": _register, "score": _score, "explain": _explain, "space": _space,
-                "cache": _cache, "lm-eval": _lm_eval, "lighteval": _lighteval}
+                "cache": _cache, "lm-eval": _lm_eval, "lighteval": _lighteval, "correlate": _correlate}
     if not argv or argv[0] not in commands:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"movers: error: unknown command {argv[0]!r}; the commands are listed below.", file=sys.stderr)

@@ -24,6 +24,7 @@ from typing import Any
 
 from .. import metrics as registry
 from ..core.options import choices_of, scalar_kind
+from ..core.progress import PROGRESS_MIN_PAIRS
 from ..core.significance import (
     BOOTSTRAP_SAMPLES,
     DEFAULT_SEED,
@@ -55,7 +56,6 @@ __all__ = ["main", "run"]
 PROG = "movers score"
 
 BOOTSTRAP_SEED = DEFAULT_SEED  # sacreBLEU's default seed for --confidence and the paired tests
-PROGRESS_MIN_PAIRS = 500  # "long work": progress on by default from this many pairs x metrics
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -15,9 +15,20 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["call_progress", "active", "encoding", "pairs_done", "Tally", "tally", "encoded", "transport"]
+__all__ = ["PROGRESS_MIN_PAIRS", "automatic", "call_progress", "active", "encoding", "pairs_done", "Tally", "tally",
+           "encoded", "transport"]
 
 _BAR: ContextVar[Any] = ContextVar("movers_progress_bar", default=None)
+
+PROGRESS_MIN_PAIRS = 500
+"""Long work: the commands show a progress bar by default from this many pairs x metrics (on a terminal)."""
+
+
+def automatic(pairs: int) -> bool:
+    """The commands' default: a bar when standard error is a terminal and the work is long."""
+    import sys
+
+    return sys.stderr.isatty() and pairs >= PROGRESS_MIN_PAIRS
 
 
 @contextlib.contextmanager
