@@ -208,3 +208,17 @@ def test_a_checkpoint_missing_weights_the_reading_uses_is_named(models, tmp_path
     with pytest.warns(RuntimeWarning, match=rf"has no weights for 1 parameters the reading uses \({gone}\)"):
         movers.moverscore(["A cat."], ["The cat."], model=str(tmp_path))
     movers.clear_encoder_cache()
+
+
+def test_the_pages_table_of_families_is_the_matrix():
+    """docs/encoders-and-languages.md lists each family this file tests, with its kind and tokenizer, and no other."""
+    from .helpers import REPO
+
+    page = (REPO / "docs" / "encoders-and-languages.md").read_text(encoding="utf-8")
+    table = page[page.index("| model type | family | tokenizer |"):].split("\n\n", 1)[0].splitlines()[2:]
+    rows = {cells[0].strip("`"): cells[1:3] for cells in ([c.strip() for c in r.strip("|").split("|")] for r in table)}
+    tokenizers = {"wordpiece": "WordPiece", "bpe": "byte-level BPE", "unigram": "Unigram", "byt5": "bytes"}
+    assert list(rows) == list(FAMILIES)
+    for name, recipe in FAMILIES.items():
+        kind, tokenizer = rows[name]
+        assert kind == recipe.kind and tokenizer.startswith(tokenizers[recipe.tokenizer]), (name, rows[name])

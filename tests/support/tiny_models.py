@@ -46,6 +46,7 @@ FAMILIES: dict[str, Recipe] = {
     "electra": Recipe(ENCODER, "wordpiece", _BERT, "[CLS] $A [SEP]"),
     "modernbert": Recipe(ENCODER, "bpe", _BERT, "[CLS] $A [SEP]", config="ModernBertConfig"),
     "distilbert": Recipe(ENCODER, "wordpiece", _BERT, "[CLS] $A [SEP]"),
+    "albert": Recipe(ENCODER, "unigram", _BERT, "[CLS] $A [SEP]"),
     "t5": Recipe(ENCODER_DECODER, "unigram", _T5, "$A </s>"),
     "mt5": Recipe(ENCODER_DECODER, "unigram", _T5, "$A </s>"),
     "byt5": Recipe(ENCODER_DECODER, "byt5", (), None),
@@ -59,9 +60,12 @@ FAMILIES: dict[str, Recipe] = {
     "qwen2": Recipe(DECODER, "bpe", ("<|endoftext|>",), None, padding_side="left"),
     "mistral": Recipe(DECODER, "unigram", _LLAMA, "<s> $A"),
     "gemma": Recipe(DECODER, "unigram", ("<pad>", "<eos>", "<bos>", "<unk>"), "<bos> $A"),
+    "xlnet": Recipe(DECODER, "unigram", ("<unk>", "<s>", "</s>", "<pad>", "<sep>", "<cls>"), "$A <sep> <cls>",
+                    padding_side="left"),
 }
-"""Twenty families: seven encoder-only, eight encoder-decoder, five decoder-only; the three tokenizer kinds and
-ByT5's bytes. Qwen2's tokenizer pads on the left, as many decoder-only tokenizers do."""
+"""Twenty-two families: eight encoder-only, eight encoder-decoder, six decoder-only; the three tokenizer kinds and
+ByT5's bytes. Qwen2's and XLNet's tokenizers pad on the left, as many decoder-only tokenizers do; XLNet's specials
+follow the text and its configuration says -1 positions (relative attention, no limit of its own)."""
 
 
 def train_tokenizer(kind: str, texts: Sequence[str], specials: Sequence[str], template: str | None,
@@ -110,6 +114,12 @@ def _config(name: str, vocab: int, ids: dict[str, int]):
         return (t.RobertaConfig if name == "roberta" else t.XLMRobertaConfig)(
             **bert_like, max_position_embeddings=130, pad_token_id=ids["<pad>"], bos_token_id=ids["<s>"],
             eos_token_id=ids["</s>"], **small)
+    if name == "albert":
+        return t.AlbertConfig(**bert_like, embedding_size=16, max_position_embeddings=128,
+                              pad_token_id=ids["[PAD]"], **small)
+    if name == "xlnet":
+        return t.XLNetConfig(d_model=32, n_layer=2, n_head=2, d_inner=64, pad_token_id=ids["<pad>"],
+                             bos_token_id=ids["<s>"], eos_token_id=ids["</s>"], **small)
     if name == "deberta-v2":
         return t.DebertaV2Config(**bert_like, max_position_embeddings=128, pad_token_id=ids["[PAD]"], **small)
     if name == "modernbert":  # the 8,192-token window of the real ones
@@ -159,9 +169,9 @@ def _roles(recipe: Recipe) -> dict[str, str]:
             roles["unk_token"] = s
         elif s in ("<s>", "<bos>"):
             roles["bos_token"] = s
-        elif s == "[CLS]":
+        elif s in ("[CLS]", "<cls>"):
             roles["cls_token"] = s
-        elif s == "[SEP]":
+        elif s in ("[SEP]", "<sep>"):
             roles["sep_token"] = s
         elif s in ("</s>", "<eos>", "<|endoftext|>"):
             roles["eos_token"] = s

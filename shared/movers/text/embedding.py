@@ -399,6 +399,7 @@ def _window(config: Any, tokenizer: Any, family: Family) -> int:
     if family is ENCODER_DECODER:
         limit = getattr(config, "max_encoder_position_embeddings", None)
     limit = limit or getattr(config, "max_position_embeddings", None)
+    limit = limit if isinstance(limit, int) and limit > 0 else None  # XLNet says -1: no limit of its own
     if limit and getattr(config, "model_type", "") in _POSITION_OFFSET:
         limit -= 2  # RoBERTa-style position ids start at padding_idx + 1
     told = int(tokenizer.model_max_length) if tokenizer.model_max_length < 1e6 else None
