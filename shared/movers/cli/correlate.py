@@ -144,7 +144,7 @@ def _heading(result: Agreement) -> str:
     groups = first.groups
     units = sum(g.units for g in groups.values())
     resampled = sum(g.resampled for g in groups.values())
-    where = f" in {len(groups)} groups ({','.join(j.group_by)})" if j.group_by else ""
+    where = f" in {len(groups)} group{'' if len(groups) == 1 else 's'} ({','.join(j.group_by)})" if j.group_by else ""
     inputs = ",".join(j.input_fields)
     line = {"segment": f"segment level: {units} segments{where}, segments resampled",
             "system": f"system level: {units} systems{where}; means over {resampled} inputs ({inputs}), inputs "
