@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..core.agreement import LEVELS, MIN_POINTS, Layout
-from ..core.validation import check_text, short_repr
+from ..core.validation import check_text, short_repr, universal
 
 __all__ = ["Judgments", "read_judgments", "read_records", "number", "HUMAN", "SYSTEM", "PREDICTION_FIELDS",
            "REFERENCE_FIELDS", "FORMATS"]
@@ -107,9 +107,9 @@ def number(value: Any, what: str, *, missing: str | None, text: bool = False) ->
 def _decoded(data: bytes, name: str) -> str:
     """UTF-8 text (a byte-order mark dropped) with ``\\r\\n`` and ``\\r`` line ends read as ``\\n``."""
     try:
-        return data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+        return universal(data.decode("utf-8-sig"))
     except UnicodeDecodeError as e:
-        line = data[:e.start].replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
+        line = universal(data[:e.start]).count(b"\n") + 1
         raise ValueError(f"{name}, line {line}: not UTF-8 text ({e.reason} at byte {e.start}).") from None
 
 

@@ -20,6 +20,7 @@ from .. import metrics as registry
 from ..core.options import scalar_kind
 from ..core.significance import Interval, seed_label
 from ..core.spec import MetricSpec
+from ..core.validation import universal
 from .tables import TEXT_WIDTH, number, render_comparison, rounded
 
 __all__ = ["UsageError", "guarded", "read_lines", "cli_options", "parse_options", "add_lang_argument",
@@ -85,12 +86,6 @@ def decoded(data: bytes, where_: str, first_line: int = 1) -> str:
         line = universal(data[:e.start]).count(b"\n") + first_line
         raise UsageError(f"{where_} is not UTF-8 text: line {line} has {e.reason} at byte {e.start} "
                          f"of the input.") from None
-
-
-def universal(text: Any) -> Any:
-    """``\\r\\n`` and ``\\r`` as ``\\n`` (str or bytes), as Python's text mode reads them."""
-    crlf, cr, lf = ("\r\n", "\r", "\n") if isinstance(text, str) else (b"\r\n", b"\r", b"\n")
-    return text.replace(crlf, lf).replace(cr, lf)
 
 
 # ----------------------------------------------------------------------------- --opt parsing

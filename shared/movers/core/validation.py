@@ -27,7 +27,14 @@ __all__ = [
     "short_repr",
     "MAX_TEXT_CHARS",
     "max_text_chars",
+    "universal",
 ]
+
+
+def universal(text: Any) -> Any:
+    """``\\r\\n`` and ``\\r`` as ``\\n`` (str or bytes), as Python's text mode reads them."""
+    crlf, cr, lf = ("\r\n", "\r", "\n") if isinstance(text, str) else (b"\r\n", b"\r", b"\n")
+    return text.replace(crlf, lf).replace(cr, lf)
 
 
 def short_repr(value: Any) -> str:
