@@ -20,7 +20,7 @@ import pytest
 import movers
 from movers.core import cache as loaded
 from movers.text.embedding import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
-from movers.text.languages import languages
+from movers.text.languages import language, languages
 
 from .helpers import real_pairs
 from .support.tiny_models import ENCODER, FAMILIES, build, oracle_vectors
@@ -177,7 +177,7 @@ def test_a_model_that_is_no_text_encoder_is_refused_before_scoring_leaving_nothi
     (remote / "config.json").write_text(json.dumps({"model_type": "movers_secret", "auto_map": {
         "AutoConfig": "configuration_secret.SecretConfig", "AutoModel": "modeling_secret.SecretModel"}}))
     cache = tmp_path / "embedding-cache"
-    languages()  # the supported codes, read once per process (the call reads them first)
+    languages(), language("en")  # the supported codes and English's rules, read once per process (a call reads them)
     for folder, why in ((vit, "is a vit model"), (whisper, "is a whisper model"), (bare, "has no tokenizer"),
                         (remote, "needs code of its own")):
         before = set(loaded._CACHE)

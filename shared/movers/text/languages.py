@@ -139,7 +139,8 @@ def languages() -> tuple[str, ...]:
 
 
 def language(code: object, name: str = "movers") -> Language:
-    """The :class:`Language` of `code`; a ValueError naming `lang` and the supported codes otherwise."""
+    """The :class:`Language` of `code` (made once per code); a ValueError naming `lang` and the supported codes
+    otherwise."""
     supported = languages()
     if not isinstance(code, str) or code not in supported:
         hint = ""
@@ -148,10 +149,13 @@ def language(code: object, name: str = "movers") -> Language:
                    f"{target_language(code)!r})"
         raise ValueError(f"{name}: `lang` must be an ISO 639-1 code that spaCy ships rules for, got {code!r}{hint}; "
                          f"supported: {', '.join(supported)}.")
-    from sacrebleu.metrics.bleu import BLEU
+    def make() -> Language:
+        from sacrebleu.metrics.bleu import BLEU
 
-    encoder = None if code == DEFAULT_LANG else ENCODERS.get(code, MULTILINGUAL)
-    return Language(code, PUNKT.get(code), encoder, BLEU._TOKENIZER_MAP.get(code, BLEU.TOKENIZER_DEFAULT))
+        encoder = None if code == DEFAULT_LANG else ENCODERS.get(code, MULTILINGUAL)
+        return Language(code, PUNKT.get(code), encoder, BLEU._TOKENIZER_MAP.get(code, BLEU.TOKENIZER_DEFAULT))
+
+    return _cache.cached(("language", code), make)
 
 
 def target_language(spec: str) -> str:
