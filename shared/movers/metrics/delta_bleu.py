@@ -27,6 +27,7 @@ import numpy as np
 from sacrebleu.metrics.bleu import BLEU, BLEUScore
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
+from ..core import cache as _cache
 from ..core.options import Widget, option
 from ..core.result import Scores
 from ..core.scope import current_scope
@@ -139,8 +140,8 @@ class DeltaBleu(MetricSpec[DeltaBleuOptions]):
             raise ValueError(f"delta_bleu: `tokenize` {name!r} downloads a SentencePiece model at run time, "
                              f"which movers does not do; choose one of {list(TOKENIZERS)}.")
         check_choice("delta_bleu", "tokenize", name, list(TOKENIZERS))
-        try:  # a tokenizer whose extra packages are missing (MeCab for "ja-mecab") fails here, before any scoring
-            BLEU(tokenize=name)
+        try:  # a tokenizer whose extra packages are missing (MeCab for "ja-mecab") fails here, before any scoring;
+            _cache.cached(("sacrebleu-tokenizer", name), lambda: BLEU(tokenize=name).tokenizer)  # once a process
         except RuntimeError as err:
             chosen = "" if o.tokenize is not None else f" (sacreBLEU's tokenizer for lang={o.lang!r})"
             extra = re.search(r"pip install (\S+)", str(err))
