@@ -341,9 +341,8 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
                 spacy_tokenizer(o.lang)
             except ImportError as err:
                 raise ImportError(f"{name}: {err}") from None
-        kept = f"sms[stop:{stop_label},tok:{o.tokenizer},seg:{o.segmenter}]"
-        if o.lang != DEFAULT_LANG:
-            kept = kept[:-1] + f",lang:{o.lang}]"
+        language = "" if o.lang == DEFAULT_LANG else f",lang:{o.lang}"
+        kept = f"sms[stop:{stop_label},tok:{o.tokenizer},seg:{o.segmenter}{language}]"
         if encoder is None:
             resolve_device(o.device)  # checked although static vectors run on CPU: "cuda" without CUDA is an error
             return SmsContext(o, name, None, kept, load_static_vectors(str(o.embedding or DEFAULT_EMBEDDING)), o.lang,
