@@ -200,8 +200,9 @@ class Agreement:
         if self.compare_to is None or "williams" not in self.tests or "pearson" not in self.statistics:
             return {}
         base = self.metrics[self.compare_to].result
-        return {label: stats.williams_by_group(m.result, base) for label, m in self.metrics.items()
-                if label != self.compare_to}
+        tests = {label: stats.williams_by_group(m.result, base) for label, m in self.metrics.items()
+                 if label != self.compare_to}
+        return {label: by_group for label, by_group in tests.items() if by_group}
 
     def undefined(self) -> dict[str, dict[str, str]]:
         """label -> statistic -> why it has no value (averaged over the groups); only the undefined ones."""

@@ -138,7 +138,7 @@ class Protocol:
         if self.level == "system" or self.average == "sys" or self.resample in ("systems", "both") or \
                 "perm-systems" in self.tests or "spa" in self.statistics:
             out.append("system")
-        if self.level != "segment" or self.average in ("sys", "item") or self.resample in ("inputs", "both") or \
+        if self.level != "segment" or self.average == "item" or self.resample in ("inputs", "both") or \
                 "perm-inputs" in self.tests:
             out.append("input")
         return tuple(out)
@@ -153,9 +153,10 @@ def _choice(what: str, value: object, choices: Sequence[str] | dict[str, str]) -
 def protocol(level: str = LEVELS[0], statistics: Sequence[str] | str | None = None, average: str | None = None,
              resample: str | None = None, tests: Sequence[str] | str | None = None,
              epsilon: float = 0.0) -> Protocol:
-    """The checked protocol of a call, its defaults filled in (today's: the level's statistics, ``none``
-    averaging or ``item`` at the summary level, segments resampled at the segment level and inputs otherwise,
-    the paired bootstrap and Williams' test). Raises ValueError naming the choice and what is allowed."""
+    """The checked protocol of a call, its defaults filled in: the level's statistics; ``none`` averaging
+    (``item`` at the summary level); resampled, the unit averaged over (inputs for ``item``, systems for
+    ``sys``), else segments at the segment level and inputs at the system level; the paired bootstrap and
+    Williams' test. Raises ValueError naming the choice and what is allowed."""
     level = _choice("level", level, LEVELS)
     average = _choice("average", "item" if level == "summary" else "none", AVERAGES) if average is None \
         else _choice("average", average, AVERAGES)
@@ -180,8 +181,8 @@ def protocol(level: str = LEVELS[0], statistics: Sequence[str] | str | None = No
         if bad:
             raise ValueError(f"correlate: average 'pooled' counts pairs across groups; {bad[0]!r} is not a sum of "
                              f"pair counts: choose from {list(POOLABLE)} (or average 'none').")
-    if resample is None:
-        resample = "segments" if level == "segment" and average in ("none", "pooled") else "inputs"
+    if resample is None:  # the unit averaged over (today's summary level: inputs), else segments or inputs
+        resample = {"sys": "systems", "item": "inputs"}.get(average, "segments" if level == "segment" else "inputs")
     resample = _choice("resample", resample, list(RESAMPLINGS))
     test_names = [tests] if isinstance(tests, str) else list(DEFAULT_TESTS if tests is None else tests)
     for name in test_names:

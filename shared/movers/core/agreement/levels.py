@@ -44,6 +44,7 @@ from .weighted import (
     moments,
     pair_counts,
     pearson,
+    sorted_values,
     ties,
 )
 
@@ -140,12 +141,14 @@ def _why(cx: int, cy: int) -> str:
     return "undefined"
 
 
-def _counts(x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments, epsilon: float) -> Counts:
+def _counts(x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments, epsilon: float,
+            cache: dict[str, object] | None = None) -> Counts:
     """Pair counts per row and segment, by the cheaper route: pair by pair for small segments (and any tie
-    threshold), blocks of segments at a time; else scipy's Kendall per row and segment."""
+    threshold), blocks of segments at a time; else by sorting (:func:`~.weighted.counts`; `cache` keeps the
+    sorted structure of values that stay the same from block to block)."""
     sizes = seg.ends - seg.starts
     if epsilon == 0 and len(sizes) and sizes.mean() > PAIR_ROUTE_SEGMENT:
-        return counts(x, y, w, seg)
+        return counts(x, y, w, seg, cache)
     parts: list[Counts] = []
     pairs_per = sizes * (sizes - 1) // 2
     first = 0
@@ -208,25 +211,28 @@ class _Evaluation:
 
 
 def _unit_statistics(proto: Protocol, x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments,
-                     seg_weight: np.ndarray | None, x_exp: int, point: bool) -> _Evaluation:
+                     seg_weight: np.ndarray | None, x_exp: int, point: bool,
+                     cache: dict[str, object] | None = None) -> _Evaluation:
     """The statistics of weighted units (segments or system means) cut into segments (one, or the inputs or
     systems averaged over), each row averaged over its segments with `seg_weight` (how often each was drawn).
     `x_exp`: the metric's values are its scores times 2^-x_exp (thresholds are given and reported in scores)."""
     r = max(x.shape[0], y.shape[0], w.shape[0], 1 if seg_weight is None else seg_weight.shape[0])
-    mx, my = moments(x, w, seg), moments(y, w, seg)
+    wanted = set(proto.statistics)
+    exact = point or bool(wanted & {"tau_23", "acc23", "acc_eq", ACCURACY})  # a constant side is fine for these
+    mx, my = moments(x, w, seg, exact), moments(y, w, seg, exact)
     corr_ok = (mx.code == OK) & (my.code == OK)
     noise = (mx.code == NEAR) | (my.code == NEAR)
     out = _Evaluation({})
     per_seg: dict[str, np.ndarray] = {}
-    wanted = set(proto.statistics)
     if "pearson" in wanted or point:
         per_seg["pearson"] = pearson(mx, my, w, seg)
     if "spearman" in wanted:
-        tx, ty = ties(x, w, seg), ties(y, w, seg)
-        rho = pearson(moments(tx.rank, w, seg), moments(ty.rank, w, seg), w, seg)
+        memo = cache if cache is not None else {}
+        tx, ty = ties(x, w, seg, sorted_values(memo, "x", x, seg)), ties(y, w, seg, sorted_values(memo, "y", y, seg))
+        rho = pearson(moments(tx.rank, w, seg, False), moments(ty.rank, w, seg, False), w, seg)
         per_seg["spearman"] = np.where(corr_ok, rho, np.nan)
     base_needed = wanted & {"kendall", "kendall_c", ACCURACY} or (wanted & {"tau_23", "acc23"} and not proto.epsilon)
-    base = _counts(x, y, w, seg, 0.0) if base_needed else None
+    base = _counts(x, y, w, seg, 0.0, cache) if base_needed else None
     tied = _counts(x, y, w, seg, math.ldexp(proto.epsilon, -x_exp)) if proto.epsilon and \
         wanted & {"tau_23", "acc23"} else base
     for s in ("kendall", "kendall_c", "tau_23", "acc23", ACCURACY):
@@ -329,6 +335,7 @@ class _Group:
                 self.seg = Segments.one(len(idx))
             self.unit_idx = idx
         self.sign: np.ndarray | None = None
+        self.cache: dict[str, object] = {}  # sorted structures of this group's fixed values
 
     @property
     def resampled(self) -> int:
@@ -393,8 +400,10 @@ class _Group:
                 unit_w = unit_w * rs[:, self.s[idx]]
         if rr is not None:
             unit_w = unit_w * rr[:, idx]
-        x = self.m[idx][None] if metric_rows is None else metric_rows[:, idx]
-        return _unit_statistics(proto, x, self.h[idx][None], unit_w, self.seg, seg_w, 0, point)
+        if metric_rows is None:
+            return _unit_statistics(proto, self.m[idx][None], self.h[idx][None], unit_w, self.seg, seg_w, 0, point,
+                                    self.cache)
+        return _unit_statistics(proto, metric_rows[:, idx], self.h[idx][None], unit_w, self.seg, seg_w, 0, point)
 
     def _means(self, ra: np.ndarray | None, rr: np.ndarray | None,
                metric_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -421,7 +430,7 @@ class _Group:
         assert self.sign is not None
         hc = self._cells(self.hs)
         mc = self._cells(self.ms) if metric_rows is None else None
-        rows = max(1, *(a.shape[0] for a in (ra, rs, metric_rows) if a is not None))
+        rows = max([1, *(a.shape[0] for a in (ra, rs, metric_rows) if a is not None)])
         errors, pairs = np.zeros(rows), np.zeros(rows)
         for row in range(rows):
             cols = np.arange(self.n_inputs) if ra is None else np.repeat(np.arange(self.n_inputs),

@@ -17,8 +17,9 @@ from scipy import stats
 
 from .declarations import NEAR_CONSTANT
 
-__all__ = ["Segments", "Moments", "moments", "pearson", "Ties", "ties", "Counts", "counts", "Pairs",
-           "pair_counts", "acc_eq", "OK", "TOO_FEW", "CONSTANT", "NEAR"]
+__all__ = ["Segments", "Moments", "moments", "pearson", "Ties", "ties", "Sorted", "sorted_values", "Counts", "counts",
+           "Pairs",
+           "Discordance", "pair_counts", "acc_eq", "OK", "TOO_FEW", "CONSTANT", "NEAR"]
 
 OK, TOO_FEW, CONSTANT, NEAR = 0, 1, 2, 3
 """Why a row's segment has no value: fewer than two units, all equal, nearly constant (scipy's criterion)."""
@@ -55,7 +56,14 @@ class Segments:
 
 def _sum(a: np.ndarray, seg: Segments) -> np.ndarray:
     """[R, u] -> [R, G]: the sum of each segment."""
+    if seg.count == 1:
+        return a.sum(1, keepdims=True)
     return np.add.reduceat(a, seg.starts, axis=1)
+
+
+def _spread(a: np.ndarray, seg: Segments) -> np.ndarray:
+    """[R, G] -> [R, u] (or [R, 1] for one segment): each unit's segment value."""
+    return a if seg.count == 1 else a[:, seg.of]
 
 
 def _rows(*arrays: np.ndarray) -> int:
@@ -73,28 +81,39 @@ class Moments:
     code: np.ndarray     # [R, G] OK, TOO_FEW, CONSTANT or NEAR
 
 
-def moments(x: np.ndarray, w: np.ndarray, seg: Segments) -> Moments:
+def moments(x: np.ndarray, w: np.ndarray, seg: Segments, exact: bool = True) -> Moments:
     """Centre and scale: each segment of each row is multiplied by 2^-e (e the exponent of its largest magnitude,
     so that no sum of squares overflows or underflows), then centred on its weighted mean; the code says which
     segments have fewer than two units, all values equal, or ‖x − x̄‖ < ε^0.75·|x̄| (scipy's
-    NearConstantInputWarning)."""
+    NearConstantInputWarning). Without `exact` a row's segment that is constant or nearly so is coded NEAR
+    (one test, for resamples of a correlation)."""
     x, w = np.atleast_2d(np.asarray(x, float)), np.atleast_2d(np.asarray(w, float))
     present = w > 0
-    r = _rows(x, w)
-    xs = np.where(present, x, 0.0)
-    with np.errstate(invalid="ignore", over="ignore"):
-        top = np.maximum.reduceat(np.abs(xs), seg.starts, axis=1)
-    exponent = np.frexp(np.where(top > 0, top, 1.0))[1]
-    xs = np.ldexp(np.broadcast_to(xs, (r, xs.shape[1])), -np.broadcast_to(exponent, (r, seg.count))[:, seg.of])
-    total = _sum(np.broadcast_to(w, (r, w.shape[1])), seg)
+    r, u = _rows(x, w), x.shape[1]
+    if x.shape[0] == 1:  # the same values in every row: scaled once, by the segment's largest magnitude
+        top = np.maximum.reduceat(np.abs(x), seg.starts, axis=1) if u else np.zeros((1, 0))
+        exponent = np.frexp(np.where(top > 0, top, 1.0))[1]
+        xs = np.ldexp(x, -_spread(exponent, seg))
+        weighted = w * xs
+    else:
+        xs = np.where(present, x, 0.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            top = np.maximum.reduceat(np.abs(xs), seg.starts, axis=1)
+        exponent = np.frexp(np.where(top > 0, top, 1.0))[1]
+        xs = np.ldexp(xs, -_spread(exponent, seg))
+        weighted = w * xs
+    total = _sum(np.broadcast_to(w, (r, u)), seg)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = _sum(w * xs, seg) / total
-        centred = np.where(present, xs - mean[:, seg.of], 0.0)
+        mean = _sum(weighted, seg) / total
+        centred = xs - _spread(mean, seg)
         norm = np.sqrt(_sum(w * centred * centred, seg))
+    code = np.full(total.shape, OK, dtype=np.int8)
+    if not exact:
+        code[~(norm > NEAR_CONSTANT * np.abs(mean))] = NEAR
+        return Moments(centred, total, mean, norm, code)
     lo = np.minimum.reduceat(np.where(present, x, np.inf), seg.starts, axis=1)
     hi = np.maximum.reduceat(np.where(present, x, -np.inf), seg.starts, axis=1)
-    units = _sum(np.broadcast_to(present, (r, w.shape[1])).astype(float), seg)
-    code = np.full(total.shape, OK, dtype=np.int8)
+    units = _sum(np.broadcast_to(present, (r, u)).astype(float), seg)
     code[norm < NEAR_CONSTANT * np.abs(mean)] = NEAR
     code[lo == hi] = CONSTANT
     code[units < 2] = TOO_FEW
@@ -122,39 +141,69 @@ class Ties:
     distinct: np.ndarray  # [R, G]
 
 
-def ties(v: np.ndarray, w: np.ndarray, seg: Segments) -> Ties:
+class Sorted:
+    """The value groups of fixed values (the same in every row), sorted once: each row of weights then costs a
+    few sums and gathers."""
+
+    def __init__(self, v: np.ndarray, seg: Segments) -> None:
+        u = len(v)
+        self.order = np.lexsort((v, seg.of))
+        vs, ss = v[self.order], seg.of[self.order]
+        self.new = np.ones(u, dtype=bool)
+        self.new[1:] = (vs[1:] != vs[:-1]) | (ss[1:] != ss[:-1])
+        positions = np.arange(u)
+        self.start = np.maximum.accumulate(np.where(self.new, positions, 0))
+        last = np.r_[self.new[1:], True]
+        self.end_next = np.minimum.accumulate(np.where(last, positions, u)[::-1])[::-1] + 1
+        self.segment_start = seg.starts[ss]
+        self.group = np.empty(u, dtype=np.int64)
+        self.group[self.order] = np.cumsum(self.new) - 1
+        self.seg = seg
+
+    def __call__(self, w: np.ndarray) -> Ties:
+        w = np.atleast_2d(np.asarray(w, float))
+        r, u = w.shape[0], len(self.order)
+        before = np.zeros((r, u + 1))
+        np.cumsum(w[:, self.order], axis=1, out=before[:, 1:])
+        at_start = before[:, self.start]
+        weight = before[:, self.end_next] - at_start
+        rank = np.empty((r, u))
+        below = at_start if self.seg.count == 1 else at_start - before[:, self.segment_start]
+        rank[:, self.order] = below + (weight + 1) / 2
+        tied = _sum(np.where(self.new, weight * (weight - 1) / 2, 0.0), self.seg)
+        distinct = _sum((self.new & (weight > 0)).astype(float), self.seg)
+        return Ties(rank, np.broadcast_to(self.group, (r, u)), tied, distinct)
+
+
+def ties(v: np.ndarray, w: np.ndarray, seg: Segments, structure: Sorted | None = None) -> Ties:
     """The value groups of `v` under weights `w`, per row and segment (a value absent from a row, weight 0, adds
-    nothing)."""
+    nothing); `structure`: the sorted groups of `v` when it is the same in every row."""
     v, w = np.atleast_2d(np.asarray(v, float)), np.atleast_2d(np.asarray(w, float))
     r, u = _rows(v, w), v.shape[1]
     if v.shape[0] == 1:
-        order = np.broadcast_to(np.lexsort((v[0], seg.of)), (r, u))
-    else:
-        order = np.argsort(v, axis=1, kind="stable")
-        order = np.take_along_axis(order, np.argsort(seg.of[order], axis=1, kind="stable"), axis=1)
-    vs = np.take_along_axis(np.broadcast_to(v, (r, u)), order, axis=1)
-    ws = np.take_along_axis(np.broadcast_to(w, (r, u)), order, axis=1)
-    ss = seg.of[order]
-    new = np.ones((r, u), dtype=bool)
-    new[:, 1:] = (vs[:, 1:] != vs[:, :-1]) | (ss[:, 1:] != ss[:, :-1])
-    last = np.ones((r, u), dtype=bool)
-    last[:, :-1] = new[:, 1:]
-    positions = np.arange(u)
-    start = np.maximum.accumulate(np.where(new, positions, 0), axis=1)
-    end = np.minimum.accumulate(np.where(last, positions, u)[:, ::-1], axis=1)[:, ::-1]
-    before = np.zeros((r, u + 1))
-    np.cumsum(ws, axis=1, out=before[:, 1:])
-    weight = np.take_along_axis(before, end + 1, axis=1) - np.take_along_axis(before, start, axis=1)
-    below = np.take_along_axis(before, start, axis=1) - np.take_along_axis(before, seg.starts[ss], axis=1)
-    rank_sorted = below + (weight + 1) / 2
-    head = new & (weight > 0)
-    tied = _sum(np.where(new, weight * (weight - 1) / 2, 0.0), seg)
-    distinct = _sum(head.astype(float), seg)
-    rank = np.empty((r, u))
-    np.put_along_axis(rank, order, rank_sorted, axis=1)
-    group = np.empty((r, u), dtype=np.int64)
-    np.put_along_axis(group, order, np.cumsum(new, axis=1) - 1, axis=1)
-    return Ties(rank, group, tied, distinct)
+        return (structure or Sorted(v[0], seg))(np.broadcast_to(w, (r, u)))
+    order2 = np.argsort(v, axis=1, kind="stable")
+    order2 = np.take_along_axis(order2, np.argsort(seg.of[order2], axis=1, kind="stable"), axis=1)
+    vs2 = np.take_along_axis(v, order2, axis=1)
+    ws = np.take_along_axis(np.broadcast_to(w, (r, u)), order2, axis=1)
+    ss2 = seg.of[order2]
+    new2 = np.ones((r, u), dtype=bool)
+    new2[:, 1:] = (vs2[:, 1:] != vs2[:, :-1]) | (ss2[:, 1:] != ss2[:, :-1])
+    last2 = np.ones((r, u), dtype=bool)
+    last2[:, :-1] = new2[:, 1:]
+    positions2 = np.arange(u)
+    start2 = np.maximum.accumulate(np.where(new2, positions2, 0), axis=1)
+    end2 = np.minimum.accumulate(np.where(last2, positions2, u)[:, ::-1], axis=1)[:, ::-1]
+    before2 = np.zeros((r, u + 1))
+    np.cumsum(ws, axis=1, out=before2[:, 1:])
+    weight2 = np.take_along_axis(before2, end2 + 1, axis=1) - np.take_along_axis(before2, start2, axis=1)
+    below = np.take_along_axis(before2, start2, axis=1) - np.take_along_axis(before2, seg.starts[ss2], axis=1)
+    rank2 = np.empty((r, u))
+    np.put_along_axis(rank2, order2, below + (weight2 + 1) / 2, axis=1)
+    group2 = np.empty((r, u), dtype=np.int64)
+    np.put_along_axis(group2, order2, np.cumsum(new2, axis=1) - 1, axis=1)
+    return Ties(rank2, group2, _sum(np.where(new2, weight2 * (weight2 - 1) / 2, 0.0), seg),
+                _sum((new2 & (weight2 > 0)).astype(float), seg))
 
 
 @dataclass(frozen=True)
@@ -232,17 +281,128 @@ def pair_counts(x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments, pair
     return Counts(con, dis, tie_metric, tie_human, tie_both, n, ties(x, w, seg).distinct, ties(y, w, seg).distinct)
 
 
-def counts(x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments) -> Counts:
+def sorted_values(cache: dict[str, object], key: str, v: np.ndarray, seg: Segments) -> Sorted | None:
+    """The cached :class:`Sorted` of fixed values `v` ([1, u]) under `key`, made on first use; None for values
+    that vary by row."""
+    if v.shape[0] != 1:
+        return None
+    if key not in cache:
+        cache[key] = Sorted(v[0], seg)
+    found = cache[key]
+    assert isinstance(found, Sorted)
+    return found
+
+
+class Discordance:
+    """The weighted discordant pairs of fixed values under any weights, by a bottom-up merge sort whose
+    structure (which blocks merge, where each unit lands) depends only on the values and is built once: then a
+    row of weights costs O(u log u) sums, no sort.
+
+    Units are ordered by (segment, metric, human); a discordant pair is one whose later unit has a smaller human
+    score (strictly), counted within segments only (the human key carries the segment).
+    """
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, seg: Segments) -> None:
+        u = len(x)
+        self.order = np.lexsort((y, x, seg.of))
+        ranks = np.unique(y, return_inverse=True)[1].astype(np.int64)
+        key = seg.of[self.order] * (int(ranks.max(initial=0)) + 1) + ranks[self.order]
+        self.u = u
+        self.levels: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        positions = np.arange(u)
+        perm = positions  # each block of the current size sorted by key (stable)
+        size = 1
+        kind = np.int32 if u < 2 ** 31 else np.int64
+        while size < u:
+            merged = np.lexsort((key, positions // (2 * size)))
+            where_merged = np.empty(u, dtype=np.int64)
+            where_merged[merged] = positions
+            where_now = np.empty(u, dtype=np.int64)
+            where_now[perm] = positions
+            right = positions[(positions // size) % 2 == 1]  # units of a right block, in position order
+            block = right // size
+            inside_right = where_now[right] - block * size
+            inside_merged = where_merged[right] - (block - 1) * size
+            at_most = inside_merged - inside_right  # left units with key <= the unit's
+            self.levels.append((perm.astype(kind), right.astype(kind), ((block - 1) * size + at_most).astype(kind),
+                                (block * size).astype(kind)))
+            perm = merged
+            size *= 2
+        self.segment_of_position = seg.of[self.order]
+        self.bounds = [np.searchsorted(self.segment_of_position[r], np.arange(seg.count + 1))
+                       for _, r, _, _ in self.levels]
+        self.count = seg.count
+        xs, ys, ss = x[self.order], y[self.order], self.segment_of_position
+        new_x = np.r_[True, (xs[1:] != xs[:-1]) | (ss[1:] != ss[:-1])] if u else np.zeros(0, dtype=bool)
+        new_xy = new_x | np.r_[True, ys[1:] != ys[:-1]] if u else new_x
+        self.groups = [np.flatnonzero(new_x), np.flatnonzero(new_xy)]  # starts of the x and (x, y) groups
+        self.group_segment = [ss[g] for g in self.groups]
+        self.seg = seg
+
+    def ties(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """([R, G] pairs tied in the metric, [R, G] pairs tied in both, [R, G] distinct metric values) of rows of
+        weights already in this structure's order."""
+        out = []
+        for starts, segs in zip(self.groups, self.group_segment, strict=True):
+            weight = np.add.reduceat(w, starts, axis=1)
+            tied = weight * (weight - 1) / 2
+            out.append(tied.sum(1, keepdims=True) if self.count == 1 else
+                       np.stack([np.bincount(segs, t, minlength=self.count) for t in tied]))
+            if len(out) == 1:
+                present = (weight > 0).astype(float)
+                distinct = present.sum(1, keepdims=True) if self.count == 1 else \
+                    np.stack([np.bincount(segs, p, minlength=self.count) for p in present])
+        return out[0], out[1], distinct
+
+    def __call__(self, w: np.ndarray) -> np.ndarray:
+        """[R, G] the weighted discordant pairs of each row of weights [R, u]."""
+        return self.count_all(w)[0]
+
+    def count_all(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """([R, G] discordant pairs, pairs tied in the metric, tied in both, distinct metric values)."""
+        w = np.atleast_2d(np.asarray(w, float))[:, self.order]
+        tie_x, tie_xy, distinct = self.ties(w)
+        r = w.shape[0]
+        out = np.zeros((r, self.count))
+        before = np.zeros((r, self.u + 1))
+        for (perm, right, left_at_most, left_end), bounds in zip(self.levels, self.bounds, strict=True):
+            np.cumsum(w[:, perm], axis=1, out=before[:, 1:])
+            contrib = w[:, right] * (before[:, left_end] - before[:, left_at_most])
+            if self.count == 1:
+                out[:, 0] += contrib.sum(1)
+            else:
+                summed = np.zeros((r, contrib.shape[1] + 1))
+                np.cumsum(contrib, axis=1, out=summed[:, 1:])
+                out += summed[:, bounds[1:]] - summed[:, bounds[:-1]]
+        return out, tie_x, tie_xy, distinct
+
+
+def counts(x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments,
+           cache: dict[str, object] | None = None) -> Counts:
     """:class:`Counts` without a tie threshold for segments too large to compare pair by pair: the ties from the
-    value groups, concordant minus discordant from scipy's Kendall tau-b of each row's units repeated by their
-    weights (O(n log n); exact in integers, as scipy's count is, up to about 10^7 units)."""
+    value groups; the discordant pairs by :class:`Discordance` where the values are the same in every row, else
+    concordant minus discordant from scipy's Kendall tau-b of each row's units repeated by their weights
+    (O(n log n) either way; exact in integers up to about 10^7 units). `cache` keeps the sorted structures of
+    fixed values from one block of rows to the next."""
     x, y, w = (np.atleast_2d(np.asarray(a, float)) for a in (x, y, w))
     r = _rows(x, y, w)
-    tx, ty = ties(x, w, seg), ties(y, w, seg)
-    joint = np.broadcast_to(tx.group, (r, x.shape[1])) * (x.shape[1] + 1.0) + ty.group
-    txy = ties(joint, w, seg).tied
+    fixed = x.shape[0] == 1 and y.shape[0] == 1
+    cache = cache if cache is not None and fixed else {}
     n = _sum(np.broadcast_to(w, (r, w.shape[1])), seg)
     total = n * (n - 1) / 2
+    ty = ties(y, w, seg, sorted_values(cache, "y", y, seg))
+    if fixed:
+        if "discordance" not in cache:
+            cache["discordance"] = Discordance(x[0], y[0], seg)
+        discordance = cache["discordance"]
+        assert isinstance(discordance, Discordance)
+        dis, tie_x, txy, distinct_x = discordance.count_all(np.broadcast_to(w, (r, w.shape[1])))
+        same = total - tie_x - ty.tied + txy  # concordant + discordant
+        return Counts(same - dis, dis, tie_x - txy, ty.tied - txy, txy, n, distinct_x, ty.distinct)
+    tx = ties(x, w, seg)
+    joint = (tx.group * (x.shape[1] + 1.0) + ty.group)
+    txy = ties(joint, w, seg).tied
+    same = total - tx.tied - ty.tied + txy  # concordant + discordant
     diff = np.zeros_like(total)
     xb, yb, wb = (np.broadcast_to(a, (r, x.shape[1])) for a in (x, y, w))
     for row in range(r):
@@ -255,7 +415,6 @@ def counts(x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments) -> Counts
                 tau = stats.kendalltau(np.repeat(xb[row, b:e], k), np.repeat(yb[row, b:e], k))[0]
             diff[row, g] = np.rint(tau * np.sqrt(total[row, g] - tx.tied[row, g]) *
                                    np.sqrt(total[row, g] - ty.tied[row, g]))
-    same = total - tx.tied - ty.tied + txy  # concordant + discordant
     con, dis = (same + diff) / 2, (same - diff) / 2
     return Counts(con, dis, tx.tied - txy, ty.tied - txy, txy, n, tx.distinct, ty.distinct)
 
