@@ -256,7 +256,8 @@ class Pairs:
 
 
 def _signs(v: np.ndarray, pairs: Pairs, epsilon: float = 0.0) -> np.ndarray:
-    d = v[:, pairs.i] - v[:, pairs.j]
+    with np.errstate(over="ignore"):  # a difference beyond the float range is inf: its sign stays right
+        d = v[:, pairs.i] - v[:, pairs.j]
     s = np.sign(d)
     if epsilon > 0:
         s[np.abs(d) <= epsilon] = 0
@@ -426,14 +427,16 @@ def acc_eq(x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments, pairs: Pa
     ``tau_optimization``), one threshold for all segments, whose acc23 are averaged with `weights` ([R, G],
     default 1; segments without a pair left out). Of equal maxima the smallest threshold wins."""
     x, y, w = (np.atleast_2d(np.asarray(a, float)) for a in (x, y, w))
-    r, p = _rows(x, y, w), pairs.count
-    n = _sum(np.broadcast_to(w, (r, w.shape[1])), seg)
+    r, p = max(_rows(x, y, w), 1 if weights is None else np.atleast_2d(weights).shape[0]), pairs.count
+    w = np.broadcast_to(w, (r, w.shape[1]))
+    n = _sum(w, seg)
     total = n * (n - 1) / 2
     share = np.ones_like(total) if weights is None else np.broadcast_to(weights, total.shape).astype(float)
     share = np.where(total > 0, share, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         scale = share / np.where(total > 0, total, 1.0) / share.sum(1, keepdims=True)
-    d = x[:, pairs.i] - x[:, pairs.j]  # [1 or R, P]
+    with np.errstate(over="ignore"):  # a gap beyond the float range is inf: a threshold of its own
+        d = x[:, pairs.i] - x[:, pairs.j]  # [1 or R, P]
     sy = _signs(y, pairs)
     pw = w[:, pairs.i] * w[:, pairs.j]
     agree = np.sign(d) == sy
