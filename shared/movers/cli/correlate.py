@@ -208,8 +208,8 @@ def render_text(result: Agreement, width: int = TEXT_WIDTH) -> str:
         lines += _tests(result, base, names, width)
     if result.clusters:
         test = next(t for t in result.tests if t in stats.PERMUTATION_TESTS)
-        lines += ["", f"significance clusters ({test}, {result.resamples} permutations; a metric starts a new "
-                      f"cluster when one of its cluster is better at p <= {stats.ALPHA:g}), best first:", ""]
+        lines += ["", f"significance clusters ({test}, {result.resamples} permutations; a new cluster starts at a "
+                      f"metric that one of the current cluster beats at p <= {stats.ALPHA:g}), best first:", ""]
         lines += _table(["statistic", "clusters"],
                         [[NAMES[s], "  |  ".join(", ".join(c) for c in result.clusters[s])] for s in names])
     first = next(iter(result.metrics.values())).result

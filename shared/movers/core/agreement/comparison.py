@@ -36,7 +36,7 @@ from .levels import (
     interval,
     rowwise,
 )
-from .spa import signs as spa_signs
+from .spa import Signs
 from .weighted import Counts, Pairs, Segments
 
 __all__ = ["williams_test", "paired_difference", "williams_by_group", "Permutations", "permutations",
@@ -176,7 +176,6 @@ def permutations(metric: Sequence[float] | np.ndarray, base: Sequence[float] | n
     a, b, h = (np.asarray(v, float) for v in (metric, base, human))
     codes, labels = factorize(list(layout.groups) if layout.groups is not None else ["all"] * len(h))
     rng = np.random.default_rng(seed)
-    spa_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
     observed_a, observed_b, permuted_a, permuted_b = [], [], [], []
     for g in range(len(labels)):
         idx = np.flatnonzero(codes == g)
@@ -188,7 +187,7 @@ def permutations(metric: Sequence[float] | np.ndarray, base: Sequence[float] | n
             za, zb = _zscored(a[idx], rated), _zscored(b[idx], rated)
         ga, gb = _Group(za, h[idx], systems, inputs, proto), _Group(zb, h[idx], systems, inputs, proto)
         if "spa" in proto.statistics:
-            ga.sign = gb.sign = spa_signs(ga.n_inputs, spa_rng)
+            ga.sign = gb.sign = Signs(ga.n_inputs, np.random.SeedSequence(seed, spawn_key=(1, g)))
         pa, pb = ga.evaluate(None, None, None), gb.evaluate(None, None, None)
         if test == "perm-pairs":
             pa, pb, chunks = _pair_rows(ga, gb, pa, pb, proto, rng, n_perm, g, masks, progress)

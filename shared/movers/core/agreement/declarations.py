@@ -95,9 +95,9 @@ ALPHA = 0.05
 MIN_POINTS = 3
 """The fewest units a correlation is computed on (segments, systems, or an input's outputs): two points
 always correlate perfectly."""
-MAX_PAIRS = 50_000_000
+MAX_PAIRS = 4_000_000
 """The most pairs of units in one group that acc_eq, a tie threshold (--epsilon) or perm-pairs compares one by
-one (every pair's difference is kept); above it such a call is refused."""
+one (every pair's difference is kept: about 100 bytes a pair); above it such a call is refused."""
 CHUNK_CELLS = 1 << 21
 """Cells (resamples x units, or x pairs) evaluated at a time: the block that bounds the memory of resampling."""
 SPA_PERMUTATIONS = 1000

@@ -29,8 +29,7 @@ from .declarations import (
     protocol,
 )
 from .labels import factorize
-from .spa import signs as spa_signs
-from .spa import spa
+from .spa import Signs, spa
 from .weighted import (
     CONSTANT,
     NEAR,
@@ -334,7 +333,7 @@ class _Group:
             else:
                 self.seg = Segments.one(len(idx))
             self.unit_idx = idx
-        self.sign: np.ndarray | None = None
+        self.sign: Signs | None = None
         self.cache: dict[str, object] = {}  # sorted structures of this group's fixed values
 
     @property
@@ -538,7 +537,6 @@ def level_correlations(metric: Sequence[float] | np.ndarray, human: Sequence[flo
     _needed(layout, proto)
     codes, labels = factorize(list(layout.groups) if layout.groups is not None else ["all"] * len(m))
     rng = np.random.default_rng(seed)
-    spa_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
     out: dict[Hashable, GroupResult] = {}
     pooled_boot: dict[str, list[np.ndarray]] = {}
     pooled_point: dict[str, list[np.ndarray]] = {}
@@ -547,7 +545,7 @@ def level_correlations(metric: Sequence[float] | np.ndarray, human: Sequence[flo
         systems, inputs = _subset(layout.systems, idx), _subset(layout.inputs, idx)
         group = _Group(m[idx], h[idx], systems, inputs, proto)
         if "spa" in proto.statistics:
-            group.sign = spa_signs(group.n_inputs, spa_rng)
+            group.sign = Signs(group.n_inputs, np.random.SeedSequence(seed, spawn_key=(1, g)))
         first = group.evaluate(None, None, None, point=True)
         boot = {s: np.empty(n_boot) for s in proto.statistics}
         sums: dict[str, list[np.ndarray]] = {s: [] for s in first.pooled}
