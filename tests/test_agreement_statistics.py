@@ -236,14 +236,14 @@ def test_a_block_never_holds_more_cells_than_the_bound(monkeypatch):
     from movers.core.agreement import levels
 
     seen = []
-    evaluate = levels._Group.evaluate
+    evaluate = levels.GroupStatistics.evaluate
 
     def watched(self, ra, rs, rr, point=False, metric_rows=None):
         rows = max([1, *(a.shape[0] for a in (ra, rs, rr, metric_rows) if a is not None)])
         seen.append(rows * self.width)
         return evaluate(self, ra, rs, rr, point, metric_rows)
 
-    monkeypatch.setattr(levels._Group, "evaluate", watched)
+    monkeypatch.setattr(levels.GroupStatistics, "evaluate", watched)
     monkeypatch.setattr(levels, "CHUNK_CELLS", 5000)
     metric, human = _pair(11, 2000)
     level_correlations(metric, human, n_boot=30)

@@ -1,4 +1,4 @@
-"""``python -m shared.bench correlate-scale``: time and peak memory of ``movers correlate`` against records and resamples.
+"""``python -m shared.bench correlate-scale``: time and peak memory of movers correlate against records and resamples.
 
     python -m shared.bench correlate-scale                                 # 10k, 100k, 1M records x 500, 1,000
     python -m shared.bench correlate-scale --sizes 10000,100000 --resamples 1000 --json out.json
@@ -71,7 +71,7 @@ def measure(records: int, resamples: int, seed: int = 0) -> dict[str, Any]:
 
     from movers.api import agreement as api
 
-    api.stats.level_correlations = timed  # type: ignore[attr-defined]
+    api.stats.level_correlations = timed
     start, cpu = time.perf_counter(), time.process_time()
     result = movers.correlate(rows, "column:metric", resamples=resamples, seed=seed)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu

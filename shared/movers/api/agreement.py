@@ -26,7 +26,9 @@ import numpy as np
 from .. import metrics as registry
 from ..core import agreement as stats
 from ..core.agreement import LevelResult
-from .judgments import HUMAN, Judgments, read_judgments
+from ..core.validation import short_repr
+from . import judgments as reader
+from .judgments import HUMAN, SYSTEM, Judgments, read_judgments
 
 __all__ = ["correlate", "Agreement", "MetricAgreement", "MetricRequest", "parse_metric", "sacrebleu_scores",
            "SACREBLEU", "COLUMN"]
@@ -589,18 +591,31 @@ def _protocol_layout(j: Judgments, proto: stats.Protocol) -> stats.Layout:
     layout = j.layout
     systems, inputs = layout.systems, layout.inputs
     if "system" in proto.needs and systems is None:
-        from .judgments import SYSTEM, _labels
-
-        systems = _labels(j.records, [SYSTEM], j.where, "the system")
+        systems = _read_labels(j, [SYSTEM], "the system")
     if "input" in proto.needs and inputs is None:
         if not j.input_fields:
             raise ValueError(f"correlate: average {proto.average!r}, resample {proto.resample!r} and tests "
                              f"{list(proto.tests)} need each output's input (document, source item): name its field "
                              f"(input_field, --input-field FIELD).")
-        from .judgments import _labels
-
-        inputs = _labels(j.records, list(j.input_fields), j.where, "the input")
+        inputs = _read_labels(j, list(j.input_fields), "the input")
     return stats.Layout(layout.level, layout.groups, systems, inputs)
+
+
+def _read_labels(j: Judgments, fields: Sequence[str], what: str) -> list[Hashable]:
+    """Each record's label: its value of the field (a tuple of the values of several fields), refused as the
+    reader refuses a level's labels when absent, null, empty or not a single value."""
+    out: list[Hashable] = []
+    for i, record in enumerate(j.records):
+        parts = []
+        for name in fields:
+            value = reader.field(record, name)
+            if type(value) is object or value is None:  # the reader's mark of an absent field, or null
+                raise ValueError(f"{j.where(i)}: field `{name}` ({what}) is missing.")
+            if isinstance(value, (Mapping, list, dict)) or (isinstance(value, str) and not value.strip()):
+                raise ValueError(f"{j.where(i)}: field `{name}` ({what}) is not a label: {short_repr(value)}.")
+            parts.append(value)
+        out.append(parts[0] if len(parts) == 1 else tuple(parts))
+    return out
 
 
 @contextmanager

@@ -24,17 +24,18 @@ from scipy import stats
 from .declarations import ALPHA, CHUNK_CELLS, RESAMPLES, SEED, Protocol, protocol
 from .labels import factorize
 from .levels import (
+    POOLED,
+    Evaluation,
+    GroupStatistics,
     Layout,
     LevelResult,
     Progress,
-    _Evaluation,
-    _from_counts,
-    _Group,
-    _pooled,
-    _scaled,
-    _subset,
+    from_counts,
     interval,
+    label_codes,
+    pooled_value,
     rowwise,
+    scaled,
 )
 from .spa import Signs
 from .weighted import Counts, Pairs, Segments
@@ -120,17 +121,17 @@ class Permutations:
 def _zscored(v: np.ndarray, rated: np.ndarray) -> np.ndarray:
     """(v − mean) / std over the rated records (population std; SacreROUGE's ``standardize``, scipy's
     ``zscore``), scaled first so that any finite scores give finite z-scores; a constant vector stays 0."""
-    scaled, _ = _scaled(v)
-    mean = scaled[rated].mean() if rated.any() else 0.0
-    std = scaled[rated].std() if rated.any() else 0.0
-    return (scaled - mean) / std if std > 0 else scaled - mean
+    values, _ = scaled(v)
+    mean = values[rated].mean() if rated.any() else 0.0
+    std = values[rated].std() if rated.any() else 0.0
+    return (values - mean) / std if std > 0 else values - mean
 
 
-def _combine(proto: Protocol, per_group: list[_Evaluation], statistic: str) -> np.ndarray:
+def _combine(proto: Protocol, per_group: list[Evaluation], statistic: str) -> np.ndarray:
     """[rows] a statistic over groups: the mean of the groups where it is defined, or the pooled sums."""
     if proto.average == "pooled" and statistic in per_group[0].pooled:
         parts = [np.stack(ev.pooled[statistic]) for ev in per_group]
-        return _pooled(statistic, np.sum(parts, axis=0))
+        return pooled_value(statistic, np.sum(parts, axis=0))
     values = np.stack([ev.values[statistic] for ev in per_group])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a row undefined in every group stays NaN
@@ -138,22 +139,20 @@ def _combine(proto: Protocol, per_group: list[_Evaluation], statistic: str) -> n
 
 
 def _pair_statistics(proto: Protocol, signs: np.ndarray, human: np.ndarray, pairs: Pairs,
-                     seg: Segments) -> _Evaluation:
+                     seg: Segments) -> Evaluation:
     """The pairwise statistics of rows of metric comparisons ([R, P] signs, 0 a tie) against the human ones."""
     both = signs * human
     size = (seg.ends - seg.starts).astype(float)[None]
     c = Counts(pairs.sum(both > 0), pairs.sum(both < 0), pairs.sum((signs == 0) & (human != 0)),
                pairs.sum((signs != 0) & (human == 0)), pairs.sum((signs == 0) & (human == 0)), size, size, size)
-    out = _Evaluation({})
+    out = Evaluation({})
     for s in proto.statistics:
-        v = _from_counts(c, "acc23" if s == "acc_eq" else s)
+        v = from_counts(c, "acc23" if s == "acc_eq" else s)
         with np.errstate(invalid="ignore", divide="ignore"):
             ok = ~np.isnan(v)
             out.values[s] = np.where(ok, v, 0.0).sum(1) / ok.sum(1)
         if proto.average == "pooled" and s != "acc_eq":
-            from .levels import _POOL
-
-            out.pooled[s] = tuple(p.sum(1) for p in _POOL[s](c))
+            out.pooled[s] = tuple(p.sum(1) for p in POOLED[s](c))
     return out
 
 
@@ -179,13 +178,14 @@ def permutations(metric: Sequence[float] | np.ndarray, base: Sequence[float] | n
     observed_a, observed_b, permuted_a, permuted_b = [], [], [], []
     for g in range(len(labels)):
         idx = np.flatnonzero(codes == g)
-        systems, inputs = _subset(layout.systems, idx), _subset(layout.inputs, idx)
+        systems, inputs = label_codes(layout.systems, idx), label_codes(layout.inputs, idx)
         rated = ~np.isnan(h[idx])
         if test == "perm-pairs":  # comparisons, each metric in its own units (its tie threshold)
             za, zb = a[idx], b[idx]
         else:
             za, zb = _zscored(a[idx], rated), _zscored(b[idx], rated)
-        ga, gb = _Group(za, h[idx], systems, inputs, proto), _Group(zb, h[idx], systems, inputs, proto)
+        ga = GroupStatistics(za, h[idx], systems, inputs, proto)
+        gb = GroupStatistics(zb, h[idx], systems, inputs, proto)
         if "spa" in proto.statistics:
             ga.sign = gb.sign = Signs(ga.n_inputs, np.random.SeedSequence(seed, spawn_key=(1, g)))
         pa, pb = ga.evaluate(None, None, None), gb.evaluate(None, None, None)
@@ -217,17 +217,17 @@ def permutations(metric: Sequence[float] | np.ndarray, base: Sequence[float] | n
     return Permutations(observed, permuted)
 
 
-def _rows(blocks: list[_Evaluation]) -> _Evaluation:
+def _rows(blocks: list[Evaluation]) -> Evaluation:
     """The blocks of one group's permutations as one evaluation of all its rows."""
-    out = _Evaluation({s: np.concatenate([b.values[s] for b in blocks]) for s in blocks[0].values})
+    out = Evaluation({s: np.concatenate([b.values[s] for b in blocks]) for s in blocks[0].values})
     out.pooled = {s: tuple(np.concatenate([b.pooled[s][i] for b in blocks]) for i in range(len(blocks[0].pooled[s])))
                   for s in blocks[0].pooled}
     return out
 
 
-def _pair_rows(ga: _Group, gb: _Group, pa: _Evaluation, pb: _Evaluation, proto: Protocol,
+def _pair_rows(ga: GroupStatistics, gb: GroupStatistics, pa: Evaluation, pb: Evaluation, proto: Protocol,
                rng: np.random.Generator, n_perm: int, g: int, masks: Callable[[int, int], np.ndarray] | None,
-               progress: Progress | None) -> tuple[_Evaluation, _Evaluation, list[tuple[_Evaluation, _Evaluation]]]:
+               progress: Progress | None) -> tuple[Evaluation, Evaluation, list[tuple[Evaluation, Evaluation]]]:
     """PERM-PAIRS: each pair of units compared by each metric (its own tie threshold: acc_eq's calibrated one,
     --epsilon for tau_23 and acc23, none otherwise), the two comparisons exchanged at random."""
     if proto.level == "system":
@@ -243,7 +243,7 @@ def _pair_rows(ga: _Group, gb: _Group, pa: _Evaluation, pb: _Evaluation, proto: 
     pairs = Pairs(seg)
     hy = np.sign(y[:, pairs.i] - y[:, pairs.j])
 
-    def compared(x: np.ndarray, group: _Group, point: _Evaluation, statistic: str) -> np.ndarray:
+    def compared(x: np.ndarray, group: GroupStatistics, point: Evaluation, statistic: str) -> np.ndarray:
         d = x[:, pairs.i] - x[:, pairs.j]
         s = np.sign(d)
         eps = point.threshold[0] if statistic == "acc_eq" and point.threshold is not None else \
@@ -253,7 +253,7 @@ def _pair_rows(ga: _Group, gb: _Group, pa: _Evaluation, pb: _Evaluation, proto: 
             s[np.abs(d) <= eps] = 0
         return s
 
-    chunks: list[tuple[_Evaluation, _Evaluation]] = []
+    chunks: list[tuple[Evaluation, Evaluation]] = []
     observed = []
     for which in (0, 1):
         x, group, point = (xa, ga, pa) if which == 0 else (xb, gb, pb)
@@ -281,8 +281,8 @@ def _only(proto: Protocol, statistic: str) -> Protocol:
     return Protocol(proto.level, (statistic,), proto.average, proto.resample, proto.tests, proto.epsilon)
 
 
-def _merge(parts: list[_Evaluation]) -> _Evaluation:
-    out = _Evaluation({})
+def _merge(parts: list[Evaluation]) -> Evaluation:
+    out = Evaluation({})
     for p in parts:
         out.values.update(p.values)
         out.pooled.update(p.pooled)

@@ -48,7 +48,8 @@ from .weighted import (
 )
 
 __all__ = ["Layout", "GroupResult", "LevelResult", "level_correlations", "interval", "rowwise", "pairwise_accuracy",
-           "check_size", "Progress"]
+           "check_size", "Progress", "Evaluation", "GroupStatistics", "from_counts", "pooled_value", "scaled",
+           "label_codes", "POOLED"]
 
 Progress = Callable[[int], None]
 """Told how many resamples a block finished (a progress bar's ``update``)."""
@@ -163,7 +164,7 @@ def _counts(x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments, epsilon:
     return Counts(*(np.concatenate([getattr(p, f) for p in parts], axis=1) for f in Counts.__dataclass_fields__))
 
 
-def _from_counts(c: Counts, statistic: str) -> np.ndarray:
+def from_counts(c: Counts, statistic: str) -> np.ndarray:
     total = c.pairs
     tx, ty = c.tie_metric + c.tie_both, c.tie_human + c.tie_both
     cd = c.con - c.dis
@@ -182,13 +183,13 @@ def _from_counts(c: Counts, statistic: str) -> np.ndarray:
     return np.where(total > 0, v, np.nan)
 
 
-_POOL = {"kendall": lambda c: (c.con - c.dis, c.pairs - c.tie_metric - c.tie_both, c.pairs - c.tie_human - c.tie_both),
+POOLED = {"kendall": lambda c: (c.con - c.dis, c.pairs - c.tie_metric - c.tie_both, c.pairs - c.tie_human - c.tie_both),
          "tau_23": lambda c: (c.con + c.tie_both - c.dis - c.tie_metric - c.tie_human, c.pairs),
          "acc23": lambda c: (c.con + c.tie_both, c.pairs), ACCURACY: lambda c: (c.con + c.tie_both, c.pairs)}
 """A pooled statistic's sums: numerator and denominator(s), added over groups."""
 
 
-def _pooled(statistic: str, parts: Sequence[np.ndarray]) -> np.ndarray:
+def pooled_value(statistic: str, parts: Sequence[np.ndarray]) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         if statistic == "kendall":
             return np.clip(parts[0] / np.sqrt(parts[1]) / np.sqrt(parts[2]), -1.0, 1.0)
@@ -198,7 +199,7 @@ def _pooled(statistic: str, parts: Sequence[np.ndarray]) -> np.ndarray:
 
 
 @dataclass
-class _Evaluation:
+class Evaluation:
     """Per row: each statistic's value; acc_eq's threshold; a pooled statistic's sums; at the point (one row)
     why a statistic has no value, and per-unit values where units are averaged."""
 
@@ -211,7 +212,7 @@ class _Evaluation:
 
 def _unit_statistics(proto: Protocol, x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments,
                      seg_weight: np.ndarray | None, x_exp: int, point: bool,
-                     cache: dict[str, object] | None = None) -> _Evaluation:
+                     cache: dict[str, object] | None = None) -> Evaluation:
     """The statistics of weighted units (segments or system means) cut into segments (one, or the inputs or
     systems averaged over), each row averaged over its segments with `seg_weight` (how often each was drawn).
     `x_exp`: the metric's values are its scores times 2^-x_exp (thresholds are given and reported in scores)."""
@@ -221,7 +222,7 @@ def _unit_statistics(proto: Protocol, x: np.ndarray, y: np.ndarray, w: np.ndarra
     mx, my = moments(x, w, seg, exact), moments(y, w, seg, exact)
     corr_ok = (mx.code == OK) & (my.code == OK)
     noise = (mx.code == NEAR) | (my.code == NEAR)
-    out = _Evaluation({})
+    out = Evaluation({})
     per_seg: dict[str, np.ndarray] = {}
     if "pearson" in wanted or point:
         per_seg["pearson"] = pearson(mx, my, w, seg)
@@ -238,11 +239,11 @@ def _unit_statistics(proto: Protocol, x: np.ndarray, y: np.ndarray, w: np.ndarra
         if s in wanted:
             c = tied if s in ("tau_23", "acc23") else base
             assert c is not None
-            v = _from_counts(c, s)
+            v = from_counts(c, s)
             per_seg[s] = np.where(corr_ok if s in ("kendall", "kendall_c") else ~noise, v, np.nan)
             if proto.average == "pooled":
                 keep = ~noise
-                out.pooled[s] = tuple(np.where(keep, p, 0.0).sum(1) for p in _POOL[s](c))
+                out.pooled[s] = tuple(np.where(keep, p, 0.0).sum(1) for p in POOLED[s](c))
     weights = np.ones((r, seg.count)) if seg_weight is None else np.broadcast_to(seg_weight, (r, seg.count))
     for s, v in per_seg.items():
         if s not in wanted:
@@ -274,7 +275,7 @@ def _unit_statistics(proto: Protocol, x: np.ndarray, y: np.ndarray, w: np.ndarra
 
 # ---------------------------------------------------------------------------------------------- one group
 
-def _scaled(v: np.ndarray) -> tuple[np.ndarray, int]:
+def scaled(v: np.ndarray) -> tuple[np.ndarray, int]:
     """v times 2^-e, e the exponent of its largest finite magnitude (exact): sums of it cannot overflow."""
     finite = v[np.isfinite(v)]
     top = float(np.abs(finite).max()) if len(finite) else 0.0
@@ -289,7 +290,7 @@ def _counts_per_row(draws: np.ndarray, size: int) -> np.ndarray:
     return np.bincount(flat, minlength=k * size).reshape(k, size).astype(float)
 
 
-class _Group:
+class GroupStatistics:
     """One group's records, their units at the protocol's level, and the statistics of any resample."""
 
     def __init__(self, m: np.ndarray, h: np.ndarray, systems: np.ndarray | None, inputs: np.ndarray | None,
@@ -305,8 +306,8 @@ class _Group:
         idx = np.flatnonzero(self.rated)
         if proto.level == "system":
             assert self.s is not None and self.a is not None
-            self.ms, self.m_exp = _scaled(m)
-            self.hs, _ = _scaled(h)
+            self.ms, self.m_exp = scaled(m)
+            self.hs, _ = scaled(h)
             shape = (self.n_inputs, self.n_systems)
             self.cells = [np.zeros(shape) for _ in range(3)]  # metric sums, human sums, counts per input x system
             np.add.at(self.cells[0], (self.a[idx], self.s[idx]), self.ms[idx])
@@ -370,7 +371,7 @@ class _Group:
         return ra, rs, None
 
     def evaluate(self, ra: np.ndarray | None, rs: np.ndarray | None, rr: np.ndarray | None,
-                 point: bool = False, metric_rows: np.ndarray | None = None) -> _Evaluation:
+                 point: bool = False, metric_rows: np.ndarray | None = None) -> Evaluation:
         """The statistics of each row: a resample (input, system or record multiplicities), or one row of metric
         scores per row of `metric_rows` ([R, records], a permutation test's exchanged scores)."""
         proto = self.proto
@@ -415,7 +416,7 @@ class _Group:
         else:
             order, starts = self.by_system, self.system_seg.starts
             wr = np.ones((1, len(order))) if rr is None else rr[:, order]
-            values = self.ms[order][None] if metric_rows is None else _scaled(metric_rows)[0][:, order]
+            values = self.ms[order][None] if metric_rows is None else scaled(metric_rows)[0][:, order]
             n = np.add.reduceat(wr, starts, axis=1)
             sm = np.add.reduceat(wr * values, starts, axis=1)
             sh = np.add.reduceat(wr * self.hs[order], starts, axis=1)
@@ -423,7 +424,7 @@ class _Group:
             x, y = np.clip(sm / n, -1.0, 1.0), np.clip(sh / n, -1.0, 1.0)
         return np.where(n > 0, x, 0.0), np.where(n > 0, y, 0.0), (n > 0).astype(float)
 
-    def _spa(self, out: _Evaluation, ra: np.ndarray | None, rs: np.ndarray | None, point: bool,
+    def _spa(self, out: Evaluation, ra: np.ndarray | None, rs: np.ndarray | None, point: bool,
              metric_rows: np.ndarray | None = None) -> None:
         """Soft pairwise accuracy of each row (the group's cells: each system's mean score per input)."""
         assert self.sign is not None
@@ -435,7 +436,7 @@ class _Group:
             cols = np.arange(self.n_inputs) if ra is None else np.repeat(np.arange(self.n_inputs),
                                                                          ra[row].astype(np.int64))
             chosen = None if rs is None else np.repeat(np.arange(self.n_systems), rs[row].astype(np.int64))
-            cells = mc if mc is not None else self._cells(_scaled(metric_rows[row])[0])  # type: ignore[index]
+            cells = mc if mc is not None else self._cells(scaled(metric_rows[row])[0])  # type: ignore[index]
             errors[row], pairs[row] = spa(hc[:, cols], cells[:, cols], self.sign, chosen)
         noisy = self._spa_noise()
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -477,8 +478,8 @@ def check_size(layout: Layout, proto: Protocol, n: int) -> None:
     codes, labels = factorize(list(layout.groups) if layout.groups is not None else [0] * n)
     for g, label in enumerate(labels):
         idx = np.flatnonzero(codes == g)
-        systems = _subset(layout.systems, idx)
-        key = _subset(layout.inputs if proto.average == "item" else layout.systems, idx)
+        systems = label_codes(layout.systems, idx)
+        key = label_codes(layout.inputs if proto.average == "item" else layout.systems, idx)
         if proto.level == "system" and systems is not None:
             units = [len(np.unique(systems))]
         elif proto.average in ("item", "sys") and key is not None:
@@ -542,8 +543,8 @@ def level_correlations(metric: Sequence[float] | np.ndarray, human: Sequence[flo
     pooled_point: dict[str, list[np.ndarray]] = {}
     for g, label in enumerate(labels):
         idx = np.flatnonzero(codes == g)
-        systems, inputs = _subset(layout.systems, idx), _subset(layout.inputs, idx)
-        group = _Group(m[idx], h[idx], systems, inputs, proto)
+        systems, inputs = label_codes(layout.systems, idx), label_codes(layout.inputs, idx)
+        group = GroupStatistics(m[idx], h[idx], systems, inputs, proto)
         if "spa" in proto.statistics:
             group.sign = Signs(group.n_inputs, np.random.SeedSequence(seed, spawn_key=(1, g)))
         first = group.evaluate(None, None, None, point=True)
@@ -568,12 +569,12 @@ def level_correlations(metric: Sequence[float] | np.ndarray, human: Sequence[flo
     return _combine(proto, out, pooled_point, pooled_boot, int(np.isnan(h).sum()))
 
 
-def _subset(labels: Sequence[Hashable] | None, idx: np.ndarray) -> np.ndarray | None:
+def label_codes(labels: Sequence[Hashable] | None, idx: np.ndarray) -> np.ndarray | None:
     """The codes of the labels of records `idx` (None without labels)."""
     return None if labels is None else factorize([labels[int(i)] for i in idx])[0]
 
 
-def _result(group: _Group, first: _Evaluation, boot: dict[str, np.ndarray]) -> GroupResult:
+def _result(group: GroupStatistics, first: Evaluation, boot: dict[str, np.ndarray]) -> GroupResult:
     proto = group.proto
     point = {s: float(first.values[s][0]) for s in proto.statistics}
     threshold = float(first.threshold[0]) if first.threshold is not None else math.nan
@@ -584,7 +585,7 @@ def _result(group: _Group, first: _Evaluation, boot: dict[str, np.ndarray]) -> G
     if proto.level == "system":
         x, y, w = group._means(None, None)
         keep = w[0] > 0
-        values = (np.ldexp(x[0][keep], group.m_exp), np.ldexp(y[0][keep], _scaled(group.h)[1]))
+        values = (np.ldexp(x[0][keep], group.m_exp), np.ldexp(y[0][keep], scaled(group.h)[1]))
         units, undefined = int(keep.sum()), 0
     elif proto.average in ("item", "sys"):
         assert first.per_unit is not None
@@ -613,8 +614,8 @@ def _combine(proto: Protocol, out: dict[Hashable, GroupResult], pooled_point: di
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns (every group undefined) stay NaN
         for s in proto.statistics:
             if s in pooled_point:
-                point[s] = float(_pooled(s, np.sum(pooled_point[s], axis=0))[0])
-                boot[s] = _pooled(s, np.sum(pooled_boot[s], axis=0))
+                point[s] = float(pooled_value(s, np.sum(pooled_point[s], axis=0))[0])
+                boot[s] = pooled_value(s, np.sum(pooled_boot[s], axis=0))
             else:
                 point[s] = float(np.nanmean([g.point[s] for g in out.values()]))
                 boot[s] = np.nanmean(np.stack([g.boot[s] for g in out.values()]), 0)
