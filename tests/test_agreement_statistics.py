@@ -614,3 +614,12 @@ def test_the_declarations_are_the_help_and_the_page():
         assert f"`{name}`" in page, name
     assert f"{core.MAX_RESAMPLES:,}" in text and f"{core.MAX_RESAMPLES:,}" in page
     assert f"{core.MAX_PAIRS:,}" in page and f"{core.SPA_PERMUTATIONS:,}" in page and f"{core.CHUNK_CELLS:,}" in page
+
+
+def test_a_progress_bar_while_the_statistics_resample(capsys):
+    metric, human = _pair(19)
+    records = _records(metric, human, other=human[::-1].copy())
+    movers.correlate(records, ["column:metric", "column:other"], resamples=40, test="perm-both", progress=True)
+    err = capsys.readouterr().err
+    # 40 resamples for each of 2 metrics, and 40 permutations of the one pair of metrics
+    assert "movers: resampling" in err and "120/120" in err
