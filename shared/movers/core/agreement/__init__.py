@@ -19,7 +19,8 @@ human score, so two metrics scored on the same records get the same resamples an
 distributions gives a paired interval.
 
 Modules: ``declarations`` (every name, default and bound), ``labels``, ``weighted`` (the statistics of
-weighted rows), ``spa``, ``levels`` (a level's values and bootstrap), ``comparison`` (the tests and clusters).
+weighted rows), ``spa``, ``units`` (a level's units in many rows), ``levels`` (a level's values and bootstrap),
+``comparison`` (the tests and clusters).
 """
 from __future__ import annotations
 

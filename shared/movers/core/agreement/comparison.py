@@ -23,21 +23,9 @@ from scipy import stats
 
 from .declarations import ALPHA, CHUNK_CELLS, RESAMPLES, SEED, Protocol, protocol
 from .labels import factorize
-from .levels import (
-    POOLED,
-    Evaluation,
-    GroupStatistics,
-    Layout,
-    LevelResult,
-    Progress,
-    from_counts,
-    interval,
-    label_codes,
-    pooled_value,
-    rowwise,
-    scaled,
-)
+from .levels import GroupStatistics, Layout, LevelResult, Progress, interval, label_codes, rowwise, scaled
 from .spa import Signs
+from .units import POOLED, Evaluation, from_counts, pooled_value
 from .weighted import Counts, Pairs, Segments
 
 __all__ = ["williams_test", "paired_difference", "williams_by_group", "Permutations", "permutations",
