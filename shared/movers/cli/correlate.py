@@ -3,6 +3,7 @@
     movers correlate judgments.jsonl -m sentbleu -m chrf -m moverscore
     movers correlate wmt.jsonl -m 'moverscore={"idf": true}' -m column:comet --group-by lp --compare-to chrf
     movers correlate judgments.jsonl -m twmd --level system --input-field doc_id --format json --plot agreement.png
+    movers correlate wmt.jsonl -m chrf -m column:comet --level system --input-field doc --stat spa --test perm-inputs
 
 One implementation with :func:`movers.correlate`: the file is read and checked before any metric scores, and
 every problem (a missing field, a score that is not a finite number, too few points in a group, an unknown
@@ -39,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Correlate metric scores with human judgments: Pearson, Spearman and Kendall tau-b per group "
                     "and averaged, with bootstrap intervals, at the segment, system or summary level; against "
-                    "one metric (--compare-to) paired differences and the Williams test.",
+                    "one metric (--compare-to) paired differences and the Williams test. The protocols of WMT24-25 "
+                    "and SacreROUGE are options: --stat (acc_eq, spa, ...), --average, --resample, --test.",
         epilog="The file holds one record per judged output: 'prediction' (or 'hypothesis'), 'references' (a list) "
                "or 'reference', the human score ('human', or --human FIELD), and where needed 'system', the "
                "input field and the --group-by fields. A metric is a movers slug with options as JSON "
@@ -78,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
                         " (default: none; item at the summary level)")
     p.add_argument("--resample", choices=list(stats.RESAMPLINGS),
                    help="what the bootstrap draws: " + "; ".join(f"{k}: {v}" for k, v in stats.RESAMPLINGS.items()) +
-                        " (default: segments at the segment level, inputs elsewhere)")
+                        " (default: the unit averaged over, inputs for item and systems for sys; else segments at "
+                        "the segment level, inputs elsewhere)")
     p.add_argument("--test", action="append", choices=list(stats.TESTS), metavar="TEST",
                    help="repeatable: a test against --compare-to, one-sided (the metric agrees better): " +
                         "; ".join(f"{k}: {v}" for k, v in stats.TESTS.items()) +
