@@ -300,16 +300,17 @@ def _points(agreement: Agreement, m: MetricAgreement) -> dict[str, tuple[np.ndar
     if agreement.level != "summary":
         return {g: r.values for g, r in m.result.groups.items()}
     j = agreement.judgments
-    groups = np.asarray(j.layout.groups if j.layout.groups is not None else ["all"] * len(j.human))
+    names = j.group_names()
+    groups = np.asarray(names if names is not None else ["all"] * len(j.human))
     x, y = np.asarray(m.scores), j.human
     return {g: (x[(groups == g) & ~np.isnan(y)], y[(groups == g) & ~np.isnan(y)]) for g in m.result.groups}
 
 
 def _system_names(j: Judgments, group: str) -> list[str]:
     """The systems of `group` in the order of its system means (sorted, those with a rated record)."""
-    n = len(j.human)
-    groups = np.asarray(j.layout.groups if j.layout.groups is not None else ["all"] * n)
-    systems = np.asarray(j.layout.systems)
+    n, layout = len(j.human), j.core_layout()
+    groups = np.asarray(layout.groups if layout.groups is not None else ["all"] * n)
+    systems = np.asarray(layout.systems)
     rated = (groups == group) & ~np.isnan(j.human)
     return sorted(set(systems[rated].tolist()))
 
@@ -457,7 +458,7 @@ def correlate(judgments: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
     scored = _score_all(requests, j, progress)
     out = {}
     for label, (values, signature, negated) in scored.items():
-        result = stats.level_correlations(values, j.human, j.layout, n_boot=resamples, seed=int(seed),
+        result = stats.level_correlations(values, j.human, j.core_layout(), n_boot=resamples, seed=int(seed),
                                           statistics=statistics)
         out[label] = MetricAgreement(label, next(r for r in requests if r.label == label), tuple(values), signature,
                                      negated, result)
