@@ -444,9 +444,18 @@ def test_a_malformed_csv_is_named_by_the_line_its_row_starts_on(tmp_path, text, 
         read_judgments(tmp_path / "j.csv")
 
 
+def test_a_name_with_white_space_around_it_is_named_not_missing(tmp_path):
+    (tmp_path / "j.csv").write_text('prediction, references, human\na,"[""b""]",1\n', encoding="utf-8")
+    _refused(tmp_path / "j.csv", r"j.csv, line 2: the record has no field `references` but has ' references': "
+                                 r"white space around a field's name counts; remove it\.")
+    _refused([{**r, " lp": "x"} for r in _records()], r"records, record 1: the record has no field `lp` but has "
+                                                      r"' lp'", group_by="lp")
+
+
 def test_a_row_is_named_by_its_first_line_when_a_cell_spans_lines(tmp_path):
     rows = _table(_records())
-    rows[2][0] = "a prediction\nover\nthree lines"
+    rows[2][0] = "a prediction\nover\nthree lines"  # the row of line 3 ends on line 5
+    rows[3][0] = "the next one\nover two"  # lines 6 and 7
     rows[3][2] = "high"
     _refused(_csv(tmp_path / "j.csv", rows), r"j.csv, line 6: field `human`")
 

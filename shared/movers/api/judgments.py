@@ -90,7 +90,7 @@ class Judgments:
     level: str
     group_by: tuple[str, ...]
     input_fields: tuple[str, ...]
-    layout: Layout
+    layout: Layout                 # labels: a text per record, or a tuple of texts with several fields
 
     def where(self, i: int) -> str:
         """Where record `i` is: ``judgments.jsonl, line 3``."""
@@ -445,11 +445,14 @@ def read_judgments(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
     """Read and check a judgments file (or records) for one human score at one level.
 
     Raises:
-        ValueError: Naming the file, the line (or row, or record; 1-based) and the field: a record that is not
-            an object, without a prediction, a reference or a human score (unless `skip_missing`), a score that
-            is not a finite number, a group, system or input without a label; and a group (or at the summary
-            level an input) with fewer than :data:`~movers.core.agreement.MIN_POINTS` units, or whose human
-            scores are all equal.
+        ValueError: Naming the file, the line (or row, or record; 1-based) and the field: a file that is not UTF-8
+            JSON Lines, CSV, TSV or Parquet as :func:`read_records` reads them (a key or column twice, a ragged
+            row, a cell over the text limit); a record that is not an object, without a prediction, a reference
+            or a human score (unless `skip_missing`), with two of them, a score that is not a finite number
+            (:func:`number`), a group, system or input without a label; and a group (or at the summary level an
+            input) with fewer than :data:`~movers.core.agreement.MIN_POINTS` units, or whose human scores are all
+            equal. An empty or repeated field name in `human`, `group_by` or `input_field`, before the file is
+            read.
     """
     if level not in LEVELS:
         raise ValueError(f"correlate: unknown level {level!r}; choose one of {list(LEVELS)}.")
@@ -470,6 +473,8 @@ def read_judgments(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
             array = " (a JSON array of records? write one record per line: JSON Lines)" if isinstance(
                 record, list) and record and isinstance(record[0], Mapping) else ""
             raise ValueError(f"{where(i)}: a record must be an object with fields, got {short_repr(record)}{array}.")
+    named = [*PREDICTION_FIELDS, *REFERENCE_FIELDS, human, *group_fields, *input_fields]
+    _spaced(records[0], [*named, *([SYSTEM] if level == "system" else [])], where(0))
     text = FORMATS.get(Path(name).suffix.lower()) in ("csv", "tsv")
     texts = [_texts(r, where(i), text) for i, r in enumerate(records)]
     hint = "; pass skip_missing=True (--skip-missing) to leave such records out" if not skip_missing else ""
@@ -487,6 +492,17 @@ def read_judgments(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
                   tuple(group_fields), tuple(input_fields), layout)
     _check_points(j.core_layout(), scores, where, group_fields, input_fields, human)
     return j
+
+
+def _spaced(record: Mapping[str, Any], names: Sequence[str], where: str) -> None:
+    """A field the record lacks under its name but has with white space around it (a CSV header ``a, b``) is an
+    error saying so, rather than "missing"."""
+    for want in names:
+        if field(record, want) is _MISSING:
+            near = next((k for k in record if isinstance(k, str) and k != want and k.strip() == want), None)
+            if near is not None:
+                raise ValueError(f"{where}: the record has no field `{want}` but has {near!r}: white space around a "
+                                 f"field's name counts; remove it.")
 
 
 def _fields(spec: str | Sequence[str] | None, arg: str) -> list[str]:
