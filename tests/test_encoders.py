@@ -19,7 +19,7 @@ import pytest
 
 import movers
 from movers.core import cache as loaded
-from movers.text.embedding import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
+from movers.text.families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
 from movers.text.languages import language, languages
 
 from .helpers import real_pairs

@@ -51,9 +51,10 @@ from ..core.transport import emd, partial_emd
 from ..pipeline.call import baseline_option
 from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, call_encoder
 from ..text.centering import CenteringSpec
-from ..text.embedding import Encoder, model_label, resolve_device
+from ..text.embedding import Encoder, model_label
 from ..text.filters import resolve_stopwords
 from ..text.languages import DEFAULT_LANG
+from ..text.models import resolve_device
 from ..text.sentences import (
     kept_words,
     segmenter_label,

@@ -62,11 +62,11 @@ from ..text.embedding import (
     LayerSpec,
     LongTexts,
     carrying,
-    hub_problem,
     load_encoder,
 )
 from ..text.embedding_cache import EmbeddingCache, resolve_cache, using_cache
 from ..text.languages import language
+from ..text.models import hub_problem
 from .call import empty_predictions_option, lang_option, unicode_option
 from .passes import run_length
 
