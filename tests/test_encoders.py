@@ -275,3 +275,22 @@ def test_a_model_folder_that_does_not_hold_together_is_refused_naming_model_leav
     assert set(loaded._CACHE) == before
     for slug, option in (("moverscore", "model"), ("twmd", "model"), ("sms", "embedding")):
         assert getattr(movers, slug)(*texts, **{option: good}).scores == first[slug]
+
+
+def test_tokenizers_without_an_unknown_token_never_warn_and_a_wordpiece_one_does(models):
+    """ByT5 reads bytes and byte-level BPE (GPT-2's, without an unknown token of its own; RoBERTa's, whose <unk> no
+    byte reaches) has an id for every character: Japanese text is read, never [UNK], so no warning and zero counts,
+    and two different texts do not score as one. The WordPiece tokenizer trained here on English texts lacks these
+    characters: it warns (the control)."""
+    texts = (["The cat: 今日は嬉しい。"], ["The cat: 今日は楽しい。"])
+    for name in ("byt5", "gpt2", "roberta", "bert"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = movers.moverscore(*texts, model=str(models[name]), remove_subwords=False)
+        unknown = [str(w.message) for w in caught if "unknown token" in str(w.message)]
+        if name == "bert":
+            assert len(unknown) == 1 and out.extra["unknown_tokens"][0] > 0, unknown
+        else:
+            assert unknown == [] and out.extra["unknown_tokens"] == [0], (name, unknown)
+            assert out.scores[0] < 1.0, name
+

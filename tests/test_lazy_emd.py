@@ -518,7 +518,7 @@ def test_similarity_and_score_fields(encoder):
     assert out.extra["similarities"] == [1.0 - d for d in out.scores]
     assert out.extra["similarity"] == pytest.approx(1.0 - out.score, abs=1e-15)
     assert set(out.to_dict()) == {"score", "scores", "similarity", "similarities", "converged", "iterations",
-                                  "signature"}
+                                  "unknown_tokens", "signature"}
 
 
 def test_signature_is_pinned(encoder):
