@@ -294,3 +294,29 @@ def test_tokenizers_without_an_unknown_token_never_warn_and_a_wordpiece_one_does
             assert unknown == [] and out.extra["unknown_tokens"] == [0], (name, unknown)
             assert out.scores[0] < 1.0, name
 
+
+def test_the_download_advice_names_a_program_this_environment_installs(monkeypatch):
+    """A message about a model missing from the Hugging Face cache names the download command of the installed
+    huggingface-hub (``hf download``; ``huggingface-cli download`` before it had ``hf``): a program it declares,
+    installed beside this Python. The pages name no other."""
+    import re
+    import shutil
+    import sys
+    from importlib.metadata import distribution
+    from pathlib import Path
+
+    from movers.text.models import download_command, hub_problem
+
+    from .helpers import REPO
+
+    command = download_command("org/never-downloaded")
+    program = command.split()[0]
+    declared = {e.name for e in distribution("huggingface_hub").entry_points if e.group == "console_scripts"}
+    assert program in declared and command == f"{program} download org/never-downloaded"
+    assert shutil.which(program, path=str(Path(sys.executable).parent)), program
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert f"(`{command}`, those variables unset)" in hub_problem("org/never-downloaded")
+    pages = [REPO / "README.md", *(REPO / "cards").glob("*.md"), *(REPO / "docs").rglob("*.md")]
+    named = {found for page in pages for found in re.findall(r"\b(hf|huggingface-cli) download\b",
+                                                             page.read_text(encoding="utf-8"))}
+    assert named <= {program}, named

@@ -123,8 +123,8 @@ def call_encoder(name: str, o: EmbeddingOptions, model: str | os.PathLike | None
         problem = hub_problem(default.model)
         if problem is not None:
             raise OSError(f"{name}: `lang` {o.lang!r} reads {default.model} at layer {default.layer} when no `model` "
-                          f"is given ({default.source}); it {problem} (`huggingface-cli download {default.model}`), "
-                          f"or pass `model`: a local folder or another model in the cache.")
+                          f"is given ({default.source}); it {problem}, or pass `model`: a local folder or another "
+                          f"model in the cache.")
     reading = long_texts or o.long_texts
     if layer is None:
         layer = default_layer(load_encoder(model, layer=-1, device=o.device, long_texts=reading).backbone.config) \

@@ -28,7 +28,7 @@ from .families import ENCODER_DECODER, Family, model_family, special_layout, wha
 from .tokens import Vocabulary
 
 __all__ = ["DEFAULT_MODEL", "is_default", "MODEL_NAMED", "check_model", "Backbone", "load_backbone", "resolve_model",
-           "hub_problem", "resolve_device", "model_fingerprint"]
+           "hub_problem", "download_command", "resolve_device", "model_fingerprint"]
 
 logger = logging.getLogger("movers")
 
@@ -166,7 +166,8 @@ def hub_problem(repo_id: str) -> str | None:
         return None
     if _hub_offline():
         return ("is not in the local Hugging Face cache and downloads are off (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE "
-                "is set); download it once with network access (unset those variables)")
+                f"is set); download it once with network access (`{download_command(repo_id)}`, those variables "
+                f"unset)")
     import huggingface_hub
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
@@ -178,8 +179,22 @@ def hub_problem(repo_id: str) -> str | None:
         return "is not a model on the Hugging Face Hub (or is private and no token is set); check the id"
     except Exception as err:  # connection errors of whatever HTTP stack huggingface_hub uses
         return (f"is not in the local Hugging Face cache and the Hub cannot be reached ({type(err).__name__}: "
-                f"{str(err)[:200]}); connect once to download it")
+                f"{str(err)[:200]}); connect once to download it (`{download_command(repo_id)}`)")
     return None
+
+
+def download_command(repo_id: str) -> str:
+    """The command that puts `repo_id` in the Hugging Face cache, as the installed huggingface-hub names it:
+    ``hf download`` where it declares the ``hf`` program (0.34 and newer; 1.0 removed ``huggingface-cli``), else
+    ``huggingface-cli download``."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        programs = {e.name for e in distribution("huggingface_hub").entry_points if e.group == "console_scripts"}
+    except PackageNotFoundError:
+        programs = set()
+    program = "huggingface-cli" if "huggingface-cli" in programs and "hf" not in programs else "hf"
+    return f"{program} download {repo_id}"
 
 
 @dataclass
