@@ -86,6 +86,17 @@ def test_counts_per_segment_follow_the_references_and_english_is_silent(tokenize
     assert messages == [] and english.extra["unknown_tokens"] == [0]
 
 
+def test_the_counts_travel_with_their_segments_through_empty_predictions_and_streams():
+    """An empty prediction is not read (None); a stream of one-segment blocks gives the counts of one call."""
+    predictions, references = ["", PREDICTION, "The cat sat."], [["A dog."], [REFERENCE], ["A cat sat."]]
+    whole, _ = _call("moverscore", predictions, references)
+    assert whole.extra["unknown_tokens"] == [None, 4, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        streamed = movers.score_stream("moverscore", predictions[1:], references[1:], block_size=1)
+    assert streamed.extra["unknown_tokens"] == [4, 0]
+
+
 def test_the_threshold_lets_a_share_pass_but_never_texts_that_read_alike(monkeypatch):
     """UNKNOWN_SHARE (read at call time) tolerates a share of unknown tokens; a pair that reads alike still warns."""
     other = "今日は雨だ。"

@@ -99,8 +99,8 @@ def encoder_option() -> Any:
 
 
 UNKNOWN_OUTPUT = Output("unknown_tokens", "list of int", """per segment, the tokens of its prediction and references
-    that the contextual encoder reads as its unknown token ([UNK]); a call with any warns (see Encoders and
-    languages).""", table=False)
+    that the contextual encoder reads as its unknown token ([UNK]); None for an empty prediction, which is not
+    read; a call with any warns (see Encoders and languages).""", table=False)
 """The output every metric with a contextual encoder declares (:meth:`EmbeddingMetric.unknown`)."""
 
 
