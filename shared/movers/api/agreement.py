@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,42 +32,142 @@ from . import judgments as reader
 from .judgments import HUMAN, SYSTEM, Judgments, read_judgments
 
 __all__ = ["correlate", "Agreement", "MetricAgreement", "MetricRequest", "parse_metric", "sacrebleu_scores",
-           "SACREBLEU", "COLUMN"]
+           "sacrebleu_options", "SACREBLEU", "SACREBLEU_FUNCTIONS", "COLUMN"]
 
 COLUMN = "column:"
 """The prefix of a metric whose scores are a field of the file (``column:comet``)."""
 
 
-def _sentence_bleu(prediction: str, references: list[str], options: dict[str, Any]) -> float:
-    """``sacrebleu.sentence_bleu``"""
-    import sacrebleu
-
-    return float(sacrebleu.sentence_bleu(prediction, references, **options).score)
+SACREBLEU_FUNCTIONS = {"sentbleu": "sentence_bleu", "chrf": "sentence_chrf"}
+"""The sacreBLEU sentence metrics by name: the function of ``sacrebleu`` each calls."""
 
 
-def _sentence_chrf(prediction: str, references: list[str], options: dict[str, Any]) -> float:
-    """``sacrebleu.sentence_chrf``"""
-    import sacrebleu
+def _sentence_score(function: str) -> Callable[[str, list[str], dict[str, Any]], float]:
+    def score(prediction: str, references: list[str], options: dict[str, Any]) -> float:
+        import sacrebleu
 
-    return float(sacrebleu.sentence_chrf(prediction, references, **options).score)
+        return float(getattr(sacrebleu, function)(prediction, references, **options).score)
+
+    score.__doc__ = f"``sacrebleu.{function}``"
+    return score
 
 
 SACREBLEU: dict[str, Callable[[str, list[str], dict[str, Any]], float]] = {
-    "sentbleu": _sentence_bleu, "chrf": _sentence_chrf}
+    name: _sentence_score(function) for name, function in SACREBLEU_FUNCTIONS.items()}
 """The sacreBLEU sentence metrics by name (``sacrebleu.sentence_bleu``, ``sacrebleu.sentence_chrf``, with
-sacreBLEU's defaults; options are their keyword arguments). An empty output scores 0, their worst value."""
+sacreBLEU's defaults; options are their keyword arguments, :func:`sacrebleu_options`). An empty output scores 0,
+their worst value."""
 
 
 def sacrebleu_scores(name: str, predictions: Sequence[str], references: Sequence[Sequence[str]],
-                     options: Mapping[str, Any] | None = None, *, progress: bool = False) -> list[float]:
-    """Each output's sentence score under the sacreBLEU metric `name` (:data:`SACREBLEU`)."""
+                     options: Mapping[str, Any] | None = None, *, progress: bool = False,
+                     lang: str | None = None) -> list[float]:
+    """Each output's sentence score under the sacreBLEU metric `name` (:data:`SACREBLEU`), its `options` checked
+    first (:func:`sacrebleu_options`, with the tokenizer sacreBLEU picks for the target language `lang`)."""
     score = SACREBLEU[name]
+    checked = sacrebleu_options(name, options or {}, lang=lang)
     pairs: Any = zip(predictions, references, strict=True)
     if progress:
         from tqdm.auto import tqdm
 
         pairs = tqdm(pairs, total=len(predictions), desc=f"movers: {name}", unit="pair", dynamic_ncols=True)
-    return [score(p, list(r), dict(options or {})) for p, r in pairs]
+    return [score(p, list(r), dict(checked)) for p, r in pairs]
+
+
+def _function_name(name: str) -> str:
+    """``sacrebleu.sentence_bleu``: the sacreBLEU function a :data:`SACREBLEU` metric calls."""
+    return f"sacrebleu.{SACREBLEU_FUNCTIONS[name]}"
+
+
+def _accepts(value: Any, hint: Any) -> bool:
+    """Whether `value` (from JSON) is of the annotated type `hint` (bool, int, float, str, Optional[...])."""
+    import types
+    import typing
+
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_accepts(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool or hint is str:
+        return isinstance(value, hint)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) if hint is int else hint is float and math.isfinite(value)
+
+
+def _kind(hint: Any) -> str:
+    import typing
+
+    args = typing.get_args(hint)
+    if args:
+        return " or ".join(_kind(h) for h in args)
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a text"}.get(hint, "null")
+
+
+def sacrebleu_options(name: str, options: Mapping[str, Any], *, lang: str | None = None) -> dict[str, Any]:
+    """The keyword arguments of the sacreBLEU metric `name` (:data:`SACREBLEU`), checked as sacreBLEU's command
+    line checks them, before any scoring: each a keyword of the function (``sacrebleu.sentence_bleu``,
+    ``sacrebleu.sentence_chrf``) of its annotated type, not below 0 where it is a number, `tokenize` one of the
+    tokenizers that run offline (:data:`movers.metrics.delta_bleu.TOKENIZERS`, sacreBLEU's own but the
+    SentencePiece ones, which download a model) and `smooth_method` one of sacreBLEU's (``BLEU.SMOOTH_DEFAULTS``);
+    then sacreBLEU builds its metric with them and scores a few probe pairs, so that what it refuses itself (a
+    tokenizer whose packages are missing) is refused here.
+
+    With `lang` (a code, :func:`movers.text.languages.language`) and no `tokenize`, sentence BLEU gets the tokenizer
+    sacreBLEU's command line picks for that target language (``-l en-zh``: "zh"; "ja-mecab", "ko-mecab", else
+    "13a"); chrF has no tokenizer and reads every language alike.
+
+    Raises:
+        ValueError: Naming the option and what sacreBLEU accepts.
+    """
+    import inspect
+    import typing
+
+    import sacrebleu
+    from sacrebleu.metrics.bleu import BLEU
+
+    from ..metrics.delta_bleu import TOKENIZERS
+
+    qualified = _function_name(name)
+    function = getattr(sacrebleu, qualified.split(".")[1])
+    accepted = {p.name: p for p in list(inspect.signature(function).parameters.values())[2:]}
+    hints = typing.get_type_hints(function)
+    choices = {"tokenize": list(TOKENIZERS), "smooth_method": list(BLEU.SMOOTH_DEFAULTS)}
+    for key, value in options.items():
+        if key not in accepted:
+            raise ValueError(f"unknown option {key!r} of {qualified}; its options are {', '.join(accepted)}.")
+        hint = hints.get(key, type(accepted[key].default))  # `tokenize` has no annotation: its default's type
+        if not _accepts(value, hint):
+            raise ValueError(f"option `{key}` of {qualified} must be {_kind(hint)}, got {short_repr(value)}.")
+        if key in choices and value not in choices[key]:
+            refused = " (a SentencePiece tokenizer downloads its model at run time, which movers does not do)" \
+                if key == "tokenize" and value in BLEU.TOKENIZERS else ""
+            raise ValueError(f"option `{key}` of {qualified} must be one of {choices[key]}, got "
+                             f"{short_repr(value)}{refused}.")
+        if not isinstance(value, (bool, str)) and value is not None and value < 0:
+            raise ValueError(f"option `{key}` of {qualified} must be >= 0, got {value!r}.")
+    resolved = dict(options)
+    chosen = ""
+    if lang is not None and "tokenize" in accepted and "tokenize" not in options:
+        from ..text.languages import language
+
+        resolved["tokenize"] = language(lang, "correlate").bleu_tokenizer
+        chosen = f" (sacreBLEU's tokenizer for the target language {lang!r})"
+    try:
+        for prediction, reference in _PROBES:
+            function(prediction, [reference], **resolved)
+    except Exception as e:  # sacreBLEU's own refusals: KeyError, AssertionError, RuntimeError (a missing package)
+        why = " ".join(str(e).split()) or type(e).__name__
+        extra = re.search(r"pip install (\S+)", why)
+        if extra and "tokenize" in resolved:
+            raise ValueError(f"option `tokenize` {resolved['tokenize']!r}{chosen} of {qualified} needs packages "
+                             f"that are not installed (pip install '{extra.group(1)}').") from None
+        raise ValueError(f"sacreBLEU refuses the options {resolved} of {qualified}{chosen}: {why}.") from None
+    return resolved
+
+
+_PROBES = (("a b c d", "a b c d"), ("the cat sat .", "a dog sat on it ."), ("", "x"))
+"""Pairs sacreBLEU scores once with a metric's options before the file's: equal, different, an empty output."""
 
 
 @dataclass(frozen=True)
@@ -81,10 +182,13 @@ class MetricRequest:
 
 
 def parse_metric(text: str, label: str | None = None, *,
-                 extra_options: Mapping[str, Mapping[str, Any]] | None = None) -> MetricRequest:
+                 extra_options: Mapping[str, Mapping[str, Any]] | None = None,
+                 lang: str | None = None) -> MetricRequest:
     """``SLUG``, ``SLUG={"option": value}``, ``sentbleu``, ``chrf`` (with sacreBLEU's keyword arguments the same
     way) or ``column:FIELD``; `extra_options` ({slug: options}) add options to a movers metric (the command line's
-    ``--opt``). Options are checked here, before anything is scored."""
+    ``--opt``), and `lang` (the texts' language) is a movers metric's `lang` and sentence BLEU's tokenizer
+    (:func:`sacrebleu_options`) where the metric's own options do not set them. Options are checked here, before
+    anything is scored."""
     text = text.strip()
     label = label or text
     if text.startswith(COLUMN):
@@ -106,18 +210,20 @@ def parse_metric(text: str, label: str | None = None, *,
                              f"{raw.strip()!r}.")
     if name in SACREBLEU:
         try:
-            SACREBLEU[name]("a b c d", ["a b c d"], dict(options))
-        except (TypeError, ValueError) as e:
+            options = sacrebleu_options(name, options, lang=lang)
+        except ValueError as e:
             raise ValueError(f"correlate: metric {text!r}: {e}") from None
         return MetricRequest(label, "sacrebleu", name, options)
     if not registry.is_slug(name):
         raise ValueError(f"correlate: unknown metric {name!r}; choose a movers metric ({', '.join(registry.slugs())}),"
                          f" {' or '.join(SACREBLEU)}, or {COLUMN}FIELD for scores in the file.")
-    options = {**(extra_options or {}).get(name, {}), **options}
+    spec = registry.get(name)
+    languages = {"lang": lang} if lang is not None and spec.has_option("lang") else {}
+    options = {**languages, **(extra_options or {}).get(name, {}), **options}
     from ..pipeline.call import checked_options
 
     try:
-        checked_options(registry.get(name), options)
+        checked_options(spec, options)
     except (TypeError, ValueError) as e:
         raise ValueError(f"correlate: metric {text!r}: {e}") from None
     return MetricRequest(label, "movers", name, options)
@@ -371,8 +477,9 @@ def _williams_entry(by_group: dict[Hashable, dict[str, float]], names: dict[Hash
 
 
 def _group_of(j: Judgments) -> list[Hashable]:
-    """Each record's group label (one group: the label the statistics give it)."""
-    return list(j.layout.groups) if j.layout.groups is not None else ["all"] * len(j.human)
+    """Each record's group as the statistics name it (:meth:`Judgments.core_layout`; one group: "all")."""
+    groups = j.core_layout().groups
+    return list(groups) if groups is not None else ["all"] * len(j.human)
 
 
 def _points(agreement: Agreement, m: MetricAgreement, per_unit: bool) -> dict[Hashable, tuple[np.ndarray,
@@ -393,8 +500,9 @@ def _points(agreement: Agreement, m: MetricAgreement, per_unit: bool) -> dict[Ha
 
 def _system_names(j: Judgments, group: Hashable) -> list[Hashable]:
     """The systems of `group` in the order of its system means (label order, those with a rated record)."""
-    assert j.layout.systems is not None
-    rated = [s for g, s, h in zip(_group_of(j), j.layout.systems, j.human, strict=True) if g == group and h == h]
+    systems = j.core_layout().systems
+    assert systems is not None
+    rated = [s for g, s, h in zip(_group_of(j), systems, j.human, strict=True) if g == group and h == h]
     return stats.factorize(rated)[1]
 
 
@@ -403,12 +511,13 @@ def _wrap(text: str, width: int = 40) -> str:
 
 
 def _requests(metrics: str | Sequence[str] | Mapping[str, str], compare_to: str | None,
-              extra_options: Mapping[str, Mapping[str, Any]] | None) -> tuple[list[MetricRequest], str | None]:
+              extra_options: Mapping[str, Mapping[str, Any]] | None,
+              lang: str | None = None) -> tuple[list[MetricRequest], str | None]:
     items = [(None, metrics)] if isinstance(metrics, str) else list(metrics.items()) if isinstance(
         metrics, Mapping) else [(None, m) for m in metrics]
     if not items:
         raise ValueError("correlate: name at least one metric.")
-    requests = [parse_metric(text, label, extra_options=extra_options) for label, text in items]
+    requests = [parse_metric(text, label, extra_options=extra_options, lang=lang) for label, text in items]
     labels = [r.label for r in requests]
     twice = sorted({x for x in labels if labels.count(x) > 1})
     if twice:
@@ -417,7 +526,7 @@ def _requests(metrics: str | Sequence[str] | Mapping[str, str], compare_to: str 
     if compare_to is not None:
         base = next((r.label for r in requests if compare_to.strip() in (r.label, f"{COLUMN}{r.name}")), None)
         if base is None:  # a metric to compare with that is not among them: scored too
-            requests.append(parse_metric(compare_to, extra_options=extra_options))
+            requests.append(parse_metric(compare_to, extra_options=extra_options, lang=lang))
             base = requests[-1].label
     return requests, base
 
@@ -470,12 +579,11 @@ def _located(message: str, j: Judgments) -> str:
 
 
 def _sacrebleu_signature(request: MetricRequest) -> str:
-    """``sacrebleu.sentence_bleu|smooth_method:floor|version:2.6.0``: the function, its options, sacreBLEU's
-    version."""
+    """``sacrebleu.sentence_bleu|smooth_method:floor|version:2.6.0``: the function, its options (with the tokenizer
+    that `lang` chose), sacreBLEU's version."""
     import sacrebleu
 
-    function = SACREBLEU[request.name].__doc__ or ""
-    fields = [function.split("``")[1], *(f"{k}:{v}" for k, v in sorted(request.options.items())),
+    fields = [_function_name(request.name), *(f"{k}:{v}" for k, v in sorted(request.options.items())),
               f"version:{sacrebleu.__version__}"]
     return "|".join(fields)
 
@@ -488,6 +596,7 @@ def correlate(judgments: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
               statistics: Sequence[str] | str | None = None, average: str | None = None, resample: str | None = None,
               test: Sequence[str] | str | None = None, epsilon: float = 0.0,
               metric_options: Mapping[str, Mapping[str, Any]] | None = None,
+              lang: str | None = None,
               progress: bool | None = False) -> Agreement:
     """Correlate metric scores with human judgments, as the metric papers and the WMT metrics tasks report it.
 
@@ -525,6 +634,9 @@ def correlate(judgments: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
             and Williams); a permutation test also ranks every metric into significance clusters.
         epsilon: The tie threshold of tau_23 and acc23: metric scores at most this far apart are tied.
         metric_options: ``{slug: {option: value}}`` for every movers metric of that slug.
+        lang: The language of the texts, an ISO 639-1 code (default: English): every movers metric's `lang` and
+            sentence BLEU's tokenizer, as sacreBLEU's command line picks it for that target language
+            (:func:`sacrebleu_options`); a metric's own options win. chrF reads every language alike.
         progress: A progress bar on stderr while the metrics score and the statistics resample; None: when stderr
             is a terminal and the metrics score :data:`~movers.core.progress.PROGRESS_MIN_PAIRS` pairs or more.
     Returns:
@@ -540,7 +652,11 @@ def correlate(judgments: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"correlate: `seed` must be a non-negative integer, got {seed!r}.")
     proto = stats.protocol(level, statistics, average, resample, test, epsilon)
-    requests, base = _requests(metrics, compare_to, metric_options)
+    if lang is not None:
+        from ..text.languages import language
+
+        language(lang, "correlate")
+    requests, base = _requests(metrics, compare_to, metric_options, lang)
     j = read_judgments(judgments, human=human, level=level, group_by=group_by, input_field=input_field,
                        skip_missing=skip_missing)
     layout = _protocol_layout(j, proto)
@@ -588,7 +704,7 @@ def correlate(judgments: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
 def _protocol_layout(j: Judgments, proto: stats.Protocol) -> stats.Layout:
     """The judgments' layout with the systems and inputs the protocol needs at the segment level (averaged per
     system or input, resampled by them, or permuted by them), read from the records."""
-    layout = j.layout
+    layout = j.core_layout()
     systems, inputs = layout.systems, layout.inputs
     if "system" in proto.needs and systems is None:
         systems = _read_labels(j, [SYSTEM], "the system")
@@ -601,20 +717,24 @@ def _protocol_layout(j: Judgments, proto: stats.Protocol) -> stats.Layout:
     return stats.Layout(layout.level, layout.groups, systems, inputs)
 
 
-def _read_labels(j: Judgments, fields: Sequence[str], what: str) -> list[Hashable]:
-    """Each record's label: its value of the field (a tuple of the values of several fields), refused as the
-    reader refuses a level's labels when absent, null, empty or not a single value."""
-    out: list[Hashable] = []
+def _read_labels(j: Judgments, fields: Sequence[str], what: str) -> list[str]:
+    """Each record's label of `fields` as the reader writes a level's labels (:func:`~.judgments.label_text` of
+    the value's text, a tuple of them for several fields), refused as the reader refuses them: absent, null,
+    blank or not a scalar."""
+    out: list[str] = []
     for i, record in enumerate(j.records):
         parts = []
         for name in fields:
             value = reader.field(record, name)
-            if type(value) is object or value is None:  # the reader's mark of an absent field, or null
-                raise ValueError(f"{j.where(i)}: field `{name}` ({what}) is missing.")
-            if isinstance(value, (Mapping, list, dict)) or (isinstance(value, str) and not value.strip()):
-                raise ValueError(f"{j.where(i)}: field `{name}` ({what}) is not a label: {short_repr(value)}.")
-            parts.append(value)
-        out.append(parts[0] if len(parts) == 1 else tuple(parts))
+            text = value if isinstance(value, str) and value.strip() else str(value) if isinstance(
+                value, (bool, int, np.integer)) or (isinstance(value, (float, np.floating)) and math.isfinite(value)) \
+                else None
+            if text is None:
+                shown = "missing" if type(value) is object or value is None else \
+                    f"not a label (a text or a number): {short_repr(value)}"  # object(): the reader's absent mark
+                raise ValueError(f"{j.where(i)}: field `{name}` ({what}) is {shown}.")
+            parts.append(text)
+        out.append(reader.label_text(parts[0] if len(parts) == 1 else tuple(parts)))
     return out
 
 

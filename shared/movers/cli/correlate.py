@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .. import metrics as registry
 from ..core import agreement as stats
 from ..core.progress import PROGRESS_MIN_PAIRS
-from .common import UsageError, guarded, parse_options
+from .common import UsageError, add_lang_argument, guarded, lang_options, parse_options
 
 if TYPE_CHECKING:
     from ..api.agreement import Agreement
@@ -54,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
                         "sentbleu or chrf (=JSON: sacreBLEU's options); column:FIELD (scores in the file)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="a movers metric option, as for movers score (slug.KEY=VALUE for one metric)")
+    add_lang_argument(p)  # every metric's `lang`, and sentence BLEU's tokenizer as sacreBLEU's -l picks it
     p.add_argument("--cache", metavar="DIR", default=None,
                    help="embedding cache folder, as for movers score (default: $MOVERS_CACHE if set)")
     p.add_argument("--human", default="human", metavar="FIELD",
@@ -113,6 +114,12 @@ def run(argv: Sequence[str]) -> int:
         raise UsageError(f"--plot {args.plot}: the picture is a PNG file (FILE.png).")
     specs = [*args.metric, *([args.compare_to] if args.compare_to else [])]
     slugs = [s for s in dict.fromkeys(m.partition("=")[0].strip() for m in specs) if registry.is_slug(s)]
+    everywhere = next((item for item in args.opt if item.partition("=")[0].strip() == "lang"), None)
+    if everywhere is not None:  # it would reach the movers metrics only, and sacreBLEU would keep its tokenizer
+        raise UsageError(f"--opt {everywhere}: the language of the texts is -l/--lang (-l "
+                         f"{everywhere.partition('=')[2].strip() or 'LANG'}), which reaches every metric, sentence "
+                         f"BLEU's tokenizer too; --opt SLUG.lang=... sets one movers metric's.")
+    lang = lang_options(args.lang)[0].partition("=")[2] if args.lang is not None else None
     options = parse_options(args.opt, slugs) if args.opt else {}
     from ..api.agreement import correlate
 
@@ -131,7 +138,7 @@ def run(argv: Sequence[str]) -> int:
                                input_field=args.input_field, compare_to=args.compare_to, resamples=args.bootstrap,
                                seed=args.seed, skip_missing=args.skip_missing, statistics=args.stat,
                                average=args.average, resample=args.resample, test=args.test, epsilon=args.epsilon,
-                               metric_options=options, progress=args.progress)
+                               metric_options=options, lang=lang, progress=args.progress)
     except (TypeError, ValueError) as e:
         message = str(e)
         raise UsageError(message[len("correlate: "):] if message.startswith("correlate: ") else message) from None
