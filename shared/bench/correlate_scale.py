@@ -83,8 +83,8 @@ def measure(records: int, resamples: int, seed: int = 0) -> dict[str, Any]:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| records | resamples | time (s) | CPU time (s) | statistics (s) | RSS with the records (MB) | peak (MB) "
-             "| peak beyond the records (MB) |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| records | resamples | wall time (s) | CPU time (s) | in the statistics, wall (s) | RSS with the "
+             "records (MB) | peak (MB) | peak beyond the records (MB) |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['records']:,} | {r['resamples']:,} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} | "
                      f"{r['statistics_seconds']:.1f} | "
