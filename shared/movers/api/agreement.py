@@ -3,10 +3,12 @@
 A judgments file (:mod:`movers.api.judgments`) is read and checked as a whole; then every metric scores every
 record once: a movers metric by its slug and options (the calls share one encoder pass and the embedding cache),
 sacreBLEU's sentence BLEU and chrF (:data:`SACREBLEU`), or scores already in the file (``column:FIELD``: COMET,
-BERTScore, anything computed elsewhere). The statistics (:mod:`movers.core.agreement`) are Pearson, Spearman and
-Kendall's tau-b per group and averaged, at the segment, system or summary level, each with a bootstrap interval;
-at the system level also pairwise accuracy; against one metric (``compare_to``) each other metric's paired
-difference and the Williams test.
+BERTScore, anything computed elsewhere). The statistics (:mod:`movers.core.agreement`) are by default Pearson,
+Spearman and Kendall's tau-b per group and averaged, at the segment, system or summary level, each with a bootstrap
+interval; at the system level also pairwise accuracy; against one metric (``compare_to``) each other metric's
+paired difference and the Williams test. The protocols of WMT24-25 and SacreROUGE are options: tau-c, tau_23,
+acc23, acc_eq and soft pairwise accuracy; averages per system, per input or pooled; resampling of inputs, systems
+or both; permutation tests and significance clusters.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,8 @@ from .. import metrics as registry
 from ..core import agreement as stats
 from ..core.agreement import LevelResult
 from ..core.validation import short_repr
-from .judgments import HUMAN, Judgments, read_judgments
+from . import judgments as reader
+from .judgments import HUMAN, SYSTEM, Judgments, read_judgments
 
 __all__ = ["correlate", "Agreement", "MetricAgreement", "MetricRequest", "parse_metric", "sacrebleu_scores",
            "sacrebleu_options", "SACREBLEU", "SACREBLEU_FUNCTIONS", "COLUMN"]
@@ -237,7 +241,7 @@ class MetricAgreement:
     negated: bool
     result: LevelResult
 
-    def undefined_groups(self) -> list[str]:
+    def undefined_groups(self) -> list[Hashable]:
         """The groups where the metric has no correlation: its scores (or, at the summary level, every input's
         scores) are all equal there."""
         return [g for g, r in self.result.groups.items() if all(math.isnan(v) for v in r.point.values())]
@@ -245,25 +249,31 @@ class MetricAgreement:
 
 def _estimate(value: float, low: float, high: float) -> dict[str, Any]:
     """``{"value", "ci"}``; None (JSON null) where a statistic is undefined, never NaN."""
-    if math.isnan(value):
+    if not math.isfinite(value):
         return {"value": None, "ci": None}
-    return {"value": value, "ci": None if math.isnan(low) else [low, high]}
+    return {"value": value, "ci": None if not (math.isfinite(low) and math.isfinite(high)) else [low, high]}
 
 
 def _plain(x: float) -> float | None:
-    return None if math.isnan(x) else x
+    return None if not math.isfinite(x) else x
 
 
 @dataclass(frozen=True)
 class Agreement:
-    """What :func:`correlate` found: per metric its statistics, and against `compare_to` the paired differences
-    and the Williams test. :meth:`to_dict` is the JSON the command prints with ``--format json``."""
+    """What :func:`correlate` found: per metric its statistics, and against `compare_to` the tests of the
+    protocol (paired differences, Williams, a permutation test) and the significance clusters of all metrics.
+    :meth:`to_dict` is the JSON the command prints with ``--format json``."""
 
     judgments: Judgments
     metrics: dict[str, MetricAgreement]
     compare_to: str | None
     resamples: int
     seed: int
+    protocol: stats.Protocol | None = None
+    permutation: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    """label -> statistic -> (one-sided p that the metric agrees better than `compare_to`, the difference)."""
+    clusters: dict[str, list[list[str]]] = field(default_factory=dict)
+    """statistic -> the significance clusters of all metrics, best first (a permutation test's p <= ALPHA)."""
 
     @property
     def level(self) -> str:
@@ -273,45 +283,89 @@ class Agreement:
     def statistics(self) -> tuple[str, ...]:
         return tuple(next(iter(self.metrics.values())).result.point)
 
+    @property
+    def tests(self) -> tuple[str, ...]:
+        return self.protocol.tests if self.protocol is not None else stats.DEFAULT_TESTS
+
+    @property
+    def group_names(self) -> dict[Hashable, str]:
+        """group label -> its text (a tuple of several fields as a JSON list)."""
+        return stats.label_texts(list(next(iter(self.metrics.values())).result.groups))
+
     def differences(self) -> dict[str, dict[str, tuple[float, float, float]]]:
         """label -> statistic -> (metric − compare_to, low, high) from the same resamples; empty without
-        `compare_to`."""
-        if self.compare_to is None:
+        `compare_to` (or without the paired bootstrap among the tests)."""
+        if self.compare_to is None or "bootstrap" not in self.tests:
             return {}
         base = self.metrics[self.compare_to].result
         return {label: stats.paired_difference(m.result, base) for label, m in self.metrics.items()
                 if label != self.compare_to}
 
-    def williams(self) -> dict[str, dict[str, dict[str, float]]]:
+    def williams(self) -> dict[str, dict[Hashable, dict[str, float]]]:
         """label -> group -> Williams test of Pearson r > compare_to's (:func:`movers.core.agreement.williams_test`);
-        empty without `compare_to` or at the summary level."""
-        if self.compare_to is None:
+        empty without `compare_to`, without Williams among the tests, without Pearson r, or where units are
+        averaged per input or system."""
+        if self.compare_to is None or "williams" not in self.tests or "pearson" not in self.statistics:
             return {}
         base = self.metrics[self.compare_to].result
-        return {label: stats.williams_by_group(m.result, base) for label, m in self.metrics.items()
-                if label != self.compare_to}
+        tests = {label: stats.williams_by_group(m.result, base) for label, m in self.metrics.items()
+                 if label != self.compare_to}
+        return {label: by_group for label, by_group in tests.items() if by_group}
+
+    def undefined(self) -> dict[str, dict[str, str]]:
+        """label -> statistic -> why it has no value (averaged over the groups); only the undefined ones."""
+        return {label: dict(m.result.reasons) for label, m in self.metrics.items() if m.result.reasons}
 
     def notes(self) -> list[str]:
-        """What a reader must know besides the numbers: metrics without a correlation in some group, distances
-        negated, records skipped, summary-level inputs left out."""
+        """What a reader must know besides the numbers: statistics without a value and why, metrics without a
+        correlation in some group, distances negated, records skipped, inputs left out of an average."""
         out = []
+        names = self.group_names
         n_groups = len(next(iter(self.metrics.values())).result.groups)
+        noise = False
         for label, m in self.metrics.items():
-            lost = m.undefined_groups()
-            if len(lost) == n_groups:
+            groups = m.result.groups
+            equal = [g for g in m.undefined_groups()
+                     if all("metric scores all equal" in why for why in groups[g].reasons.values())]
+            if equal and len(equal) == n_groups:
                 out.append(f"{label}: its scores are all equal{' in every group' if n_groups > 1 else ''}: it has "
                            f"no correlation with the human scores.")
-            elif lost:
-                out.append(f"{label}: its scores are all equal in group{'s' if len(lost) > 1 else ''} "
-                           f"{', '.join(map(repr, lost))}: no correlation there; its averages are over "
-                           f"{n_groups - len(lost)} of {n_groups} groups.")
-            undefined = sum(g.undefined for g in m.result.groups.values())
+            elif equal:
+                out.append(f"{label}: its scores are all equal in group{'s' if len(equal) > 1 else ''} "
+                           f"{', '.join(repr(names[g]) for g in equal)}: no correlation there; its averages are over "
+                           f"{n_groups - len(equal)} of {n_groups} groups.")
+            missing: dict[tuple[tuple[str, ...], str], list[str]] = {}
+            for s in self.statistics:
+                where = tuple(names[g] for g, r in groups.items() if s in r.reasons and g not in equal)
+                if not where:
+                    continue
+                whys = sorted({groups[g].reasons[s] for g, r in groups.items() if s in r.reasons and g not in equal})
+                noise = noise or any("nearly constant" in w for w in whys)
+                missing.setdefault((where, "; ".join(whys)), []).append(s)
+            for (where, why), stats_ in missing.items():
+                verb = "has" if len(stats_) == 1 else "have"
+                if n_groups == 1:
+                    out.append(f"{label}: {', '.join(stats_)} {verb} no value: {why}.")
+                elif len(where) == n_groups:
+                    out.append(f"{label}: {', '.join(stats_)} {verb} no value in any group: {why}.")
+                else:
+                    out.append(f"{label}: {', '.join(stats_)} {verb} no value in group{'s' if len(where) > 1 else ''} "
+                               f"{', '.join(map(repr, where))} ({why}): the average is over the other groups.")
+            far = [names[g] for g, r in groups.items() if "acc_eq threshold" in r.reasons]
+            if far:
+                out.append(f"{label}: acc_eq's threshold is beyond the float range (every pair tied) in "
+                           f"{', '.join(map(repr, far)) if n_groups > 1 else 'the file'}.")
+            undefined = sum(g.undefined for g in groups.values())
             if undefined:
-                out.append(f"{label}: {undefined} input(s) without a correlation (the metric's or the human scores "
-                           f"equal across the input's outputs) left out of the summary-level average.")
+                unit = "system" if self.protocol is not None and self.protocol.average == "sys" else "input"
+                out.append(f"{label}: {undefined} {unit}(s) without a correlation (the metric's or the human scores "
+                           f"equal across the {unit}'s outputs) left out of the average.")
             if m.negated:
                 out.append(f"{label}: a distance (lower is better), negated so that its correlations read as the "
                            f"others' (higher = closer to the human judgments).")
+        if noise:
+            out.append("nearly constant: ‖x − x̄‖₂ < ε^0.75·|x̄| (ε the float64 machine epsilon), scipy's criterion "
+                       "of NearConstantInputWarning: the scores differ by rounding noise, so no statistic is given.")
         tests = [w for by_group in self.williams().values() for w in by_group.values()]
         if any(math.isnan(w["p"]) for w in tests):
             out.append(f"Williams test: n/a where a group has fewer than 4 units, a metric has no correlation, or a "
@@ -323,33 +377,51 @@ class Agreement:
 
     def to_dict(self, *, scores: bool = False) -> dict[str, Any]:
         """The JSON of the results: ``{"level", "n", "metrics": {label: {statistic: {"value", "ci"}, "per_group",
-        ...}}, "compare_to", "differences", "williams": {label: {"t", "p", "df", "n", "per_group"}}, "notes",
-        ...}``; an undefined value is null, never NaN. With `scores`, each metric's scores too."""
+        ...}}, "compare_to", "differences", "williams": {label: {"t", "p", "df", "n", "per_group"}},
+        "permutation": {label: {statistic: {"p", "delta"}}}, "clusters": {statistic: [[label, ...], ...]},
+        "notes", ...}``; acc_eq adds its ``threshold`` (one calibration) and ``thresholds`` per group. An undefined
+        value is null, never NaN or Infinity. With `scores`, each metric's scores too."""
         first = next(iter(self.metrics.values())).result
         j = self.judgments
+        names = self.group_names
+        proto = self.protocol or stats.protocol(self.level)
         out: dict[str, Any] = {
             "level": self.level, "n": len(j.records), "human": j.human_field,
             "group_by": ",".join(j.group_by) or None, "input_field": ",".join(j.input_fields) or None,
-            "groups": {g: {"units": r.units, "resampled": r.resampled} for g, r in first.groups.items()},
+            "groups": {names[g]: {"units": r.units, "resampled": r.resampled} for g, r in first.groups.items()},
             "skipped": first.skipped, "resamples": self.resamples, "seed": self.seed,
             "confidence": stats.CONFIDENCE, "metrics": {}, "compare_to": self.compare_to}
+        out["protocol"] = {"statistics": list(proto.statistics), "average": proto.average, "resample": proto.resample,
+                           "tests": list(proto.tests), "epsilon": proto.epsilon}
         for label, m in self.metrics.items():
             entry: dict[str, Any] = {s: _estimate(*m.result.interval(s)) for s in self.statistics}
-            entry["per_group"] = {g: {s: _plain(r.point[s]) for s in self.statistics}
+            if "acc_eq" in entry:
+                thresholds = {names[g]: _plain(r.threshold) for g, r in m.result.groups.items()}
+                entry["acc_eq"]["threshold"] = next(iter(thresholds.values())) if len(thresholds) == 1 else None
+                entry["acc_eq"]["thresholds"] = thresholds
+            entry["per_group"] = {names[g]: {s: _plain(r.point[s]) for s in self.statistics}
                                   for g, r in m.result.groups.items()}
             entry.update(negated=m.negated, signature=m.signature)
             if scores:
                 entry["scores"] = list(m.scores)
             out["metrics"][label] = entry
         if self.compare_to is not None:
-            out["differences"] = {label: {s: _estimate(*v) for s, v in diff.items()}
-                                  for label, diff in self.differences().items()}
-            out["williams"] = {label: _williams_entry(by_group) for label, by_group in self.williams().items()}
+            if "bootstrap" in self.tests:
+                out["differences"] = {label: {s: _estimate(*v) for s, v in diff.items()}
+                                      for label, diff in self.differences().items()}
+            if "williams" in self.tests:
+                out["williams"] = {label: _williams_entry(by_group, names) for label, by_group in
+                                   self.williams().items()}
+            if self.permutation:
+                out["permutation"] = {label: {s: {"p": _plain(p), "delta": _plain(d)} for s, (p, d) in by_stat.items()}
+                                      for label, by_stat in self.permutation.items()}
+        if self.clusters:
+            out["clusters"] = self.clusters
         out["notes"] = self.notes()
         return out
 
     def to_json(self, **kwargs: Any) -> str:
-        """:meth:`to_dict` as JSON text (NaN can never appear: ``allow_nan=False``)."""
+        """:meth:`to_dict` as JSON text (NaN and Infinity can never appear: ``allow_nan=False``)."""
         return json.dumps(self.to_dict(**kwargs), indent=1, ensure_ascii=False, allow_nan=False)
 
     def plot(self, path: str | os.PathLike[str]) -> Path:
@@ -365,19 +437,21 @@ class Agreement:
         rows = -(-len(labels) // columns)
         fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.8 * rows), squeeze=False)
         unit = {"segment": "segments", "system": "system means", "summary": "outputs"}[self.level]
+        per_unit = self.protocol is not None and self.protocol.average in ("item", "sys")
+        names = self.group_names
         for ax, label in zip(axes.flat, labels, strict=False):
             m = self.metrics[label]
-            for g, (x, y) in _points(self, m).items():
-                ax.scatter(x, y, s=8 if self.level != "system" else 24, alpha=0.6, label=g)
+            for g, (x, y) in _points(self, m, per_unit).items():
+                ax.scatter(x, y, s=8 if self.level != "system" else 24, alpha=0.6, label=names[g])
                 if self.level == "system" and len(x) <= 30:  # few enough to name
                     for name, xi, yi in zip(_system_names(self.judgments, g), x, y, strict=True):
-                        ax.annotate(name, (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
+                        ax.annotate(str(name), (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
             shown = "pearson" if "pearson" in m.result.point else next(iter(m.result.point))
             r, low, high = m.result.interval(shown)
             name = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}.get(shown, shown)
             what = f"mean per-input {name}" if self.level == "summary" else name
-            title = f"{what} = {r:.3f} [{low:.3f}, {high:.3f}]" if not math.isnan(r) else \
-                "no correlation (its scores are all equal)"
+            title = f"{what} = {r:.3f} [{low:.3f}, {high:.3f}]" if math.isfinite(r) else \
+                f"no {name}: {m.result.reasons.get(shown, 'undefined')}"
             ax.set_title(f"{_wrap(label)}\n{title}", fontsize=8)
             ax.set_xlabel(f"{_wrap(label)} ({unit}{', negated' if m.negated else ''})", fontsize=7)
             ax.set_ylabel(f"human score ({self.judgments.human_field})", fontsize=7)
@@ -395,31 +469,41 @@ class Agreement:
         return out
 
 
-def _williams_entry(by_group: dict[str, dict[str, float]]) -> dict[str, Any]:
+def _williams_entry(by_group: dict[Hashable, dict[str, float]], names: dict[Hashable, str]) -> dict[str, Any]:
     """The JSON of one metric's Williams tests: ``t``, ``p``, ``df``, ``n`` for a single group, and ``per_group``."""
-    per_group = {g: {k: _plain(v[k]) if k in ("t", "p") else v[k] for k in ("t", "p", "df", "n")}
+    per_group = {names[g]: {k: _plain(v[k]) if k in ("t", "p") else v[k] for k in ("t", "p", "df", "n")}
                  for g, v in by_group.items()}
     return {**(next(iter(per_group.values())) if len(per_group) == 1 else {}), "per_group": per_group}
 
 
-def _points(agreement: Agreement, m: MetricAgreement) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """group -> (metric, human) of what the plot shows: the correlated units, or every rated output (summary)."""
-    if agreement.level != "summary":
+def _group_of(j: Judgments) -> list[Hashable]:
+    """Each record's group as the statistics name it (:meth:`Judgments.core_layout`; one group: "all")."""
+    groups = j.core_layout().groups
+    return list(groups) if groups is not None else ["all"] * len(j.human)
+
+
+def _points(agreement: Agreement, m: MetricAgreement, per_unit: bool) -> dict[Hashable, tuple[np.ndarray,
+                                                                                              np.ndarray]]:
+    """group -> (metric, human) of what the plot shows: the correlated units, or every rated output (averaged
+    per input or system)."""
+    if agreement.level != "summary" and not per_unit:
         return {g: r.values for g, r in m.result.groups.items()}
     j = agreement.judgments
-    names = j.group_names()
-    groups = np.asarray(names if names is not None else ["all"] * len(j.human))
+    groups = _group_of(j)
     x, y = np.asarray(m.scores), j.human
-    return {g: (x[(groups == g) & ~np.isnan(y)], y[(groups == g) & ~np.isnan(y)]) for g in m.result.groups}
+    out = {}
+    for g in m.result.groups:
+        keep = np.array([label == g for label in groups]) & ~np.isnan(y)
+        out[g] = (x[keep], y[keep])
+    return out
 
 
-def _system_names(j: Judgments, group: str) -> list[str]:
-    """The systems of `group` in the order of its system means (sorted, those with a rated record)."""
-    n, layout = len(j.human), j.core_layout()
-    groups = np.asarray(layout.groups if layout.groups is not None else ["all"] * n)
-    systems = np.asarray(layout.systems)
-    rated = (groups == group) & ~np.isnan(j.human)
-    return sorted(set(systems[rated].tolist()))
+def _system_names(j: Judgments, group: Hashable) -> list[Hashable]:
+    """The systems of `group` in the order of its system means (label order, those with a rated record)."""
+    systems = j.core_layout().systems
+    assert systems is not None
+    rated = [s for g, s, h in zip(_group_of(j), systems, j.human, strict=True) if g == group and h == h]
+    return stats.factorize(rated)[1]
 
 
 def _wrap(text: str, width: int = 40) -> str:
@@ -509,11 +593,12 @@ def correlate(judgments: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
               level: str = stats.LEVELS[0], group_by: str | Sequence[str] | None = None,
               input_field: str | Sequence[str] | None = None, compare_to: str | None = None,
               resamples: int = stats.RESAMPLES, seed: int = stats.SEED, skip_missing: bool = False,
-              statistics: Sequence[str] | None = None,
+              statistics: Sequence[str] | str | None = None, average: str | None = None, resample: str | None = None,
+              test: Sequence[str] | str | None = None, epsilon: float = 0.0,
               metric_options: Mapping[str, Mapping[str, Any]] | None = None,
               lang: str | None = None,
               progress: bool | None = False) -> Agreement:
-    """Correlate metric scores with human judgments, as the metric papers report it.
+    """Correlate metric scores with human judgments, as the metric papers and the WMT metrics tasks report it.
 
         >>> result = movers.correlate("judgments.jsonl", ["sentbleu", "chrf"], compare_to="sentbleu")  # doctest: +SKIP
         >>> result.to_dict()["metrics"]["chrf"]["pearson"]                                       # doctest: +SKIP
@@ -533,32 +618,40 @@ def correlate(judgments: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
         group_by: Field(s) to correlate within (a list, or ``"year,lp"``); the values are averaged over groups.
         input_field: Field(s) naming each output's input (document, source item): the unit the system and
             summary levels resample, and the summary level's unit.
-        compare_to: A metric (a label, or a metric not among `metrics`, then scored too): every other metric's
-            difference to it with a paired bootstrap interval, and the one-sided Williams test of Pearson r.
-        resamples: Bootstrap resamples (the same ones for every metric).
-        seed: The bootstrap's seed (numpy ``default_rng(seed)``).
+        compare_to: A metric (a label, or a metric not among `metrics`, then scored too): every other metric is
+            tested against it (`test`), one-sided: does it agree better?
+        resamples: Bootstrap resamples (the same ones for every metric), and permutations of a permutation test;
+            at most :data:`movers.core.agreement.MAX_RESAMPLES`.
+        seed: The bootstrap's and the permutations' seed (numpy ``default_rng(seed)``).
         skip_missing: Leave out records without a human score (absent or null) instead of refusing them.
-        statistics: Which to compute (default all: :func:`movers.core.agreement.statistics_of` the level).
+        statistics: Which to compute (:data:`movers.core.agreement.STATS`; default
+            :func:`movers.core.agreement.statistics_of` the level).
+        average: How units make a value (:data:`movers.core.agreement.AVERAGES`): ``none`` (default; ``item`` at
+            the summary level), ``sys``, ``item`` or ``pooled``.
+        resample: What the bootstrap draws (:data:`movers.core.agreement.RESAMPLINGS`): ``segments`` (default at
+            the segment level), ``inputs`` (elsewhere), ``systems`` or ``both``.
+        test: The tests against `compare_to` (:data:`movers.core.agreement.TESTS`; default the paired bootstrap
+            and Williams); a permutation test also ranks every metric into significance clusters.
+        epsilon: The tie threshold of tau_23 and acc23: metric scores at most this far apart are tied.
         metric_options: ``{slug: {option: value}}`` for every movers metric of that slug.
         lang: The language of the texts, an ISO 639-1 code (default: English): every movers metric's `lang` and
             sentence BLEU's tokenizer, as sacreBLEU's command line picks it for that target language
             (:func:`sacrebleu_options`); a metric's own options win. chrF reads every language alike.
-        progress: A progress bar on stderr while the metrics score; None: when stderr is a terminal and the
-            metrics score :data:`~movers.core.progress.PROGRESS_MIN_PAIRS` pairs or more.
+        progress: A progress bar on stderr while the metrics score and the statistics resample; None: when stderr
+            is a terminal and the metrics score :data:`~movers.core.progress.PROGRESS_MIN_PAIRS` pairs or more.
     Returns:
         An :class:`Agreement` (``.to_dict()``, ``.to_json()``, ``.plot(path)``).
     Raises:
-        ValueError: For bad input (naming the line and the field) or an unknown metric or option, before any
-            metric scores.
+        ValueError: For bad input (naming the line and the field), an unknown metric, option or protocol, or a
+            protocol the file cannot give (no system or input field), before any metric scores.
     """
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise ValueError(f"correlate: `resamples` must be a positive integer, got {resamples!r}.")
+    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or \
+            not 1 <= resamples <= stats.MAX_RESAMPLES:
+        raise ValueError(f"correlate: `resamples` must be an integer from 1 to {stats.MAX_RESAMPLES:,} (the "
+                         f"bootstrap keeps every resample's value), got {resamples!r}.")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"correlate: `seed` must be a non-negative integer, got {seed!r}.")
-    allowed = stats.statistics_of(level) if level in stats.LEVELS else stats.STATISTICS
-    bad = [s for s in statistics or () if s not in allowed]
-    if bad:
-        raise ValueError(f"correlate: unknown statistic {bad[0]!r} at the {level} level; choose from {list(allowed)}.")
+    proto = stats.protocol(level, statistics, average, resample, test, epsilon)
     if lang is not None:
         from ..text.languages import language
 
@@ -566,15 +659,95 @@ def correlate(judgments: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
     requests, base = _requests(metrics, compare_to, metric_options, lang)
     j = read_judgments(judgments, human=human, level=level, group_by=group_by, input_field=input_field,
                        skip_missing=skip_missing)
+    layout = _protocol_layout(j, proto)
+    stats.check_size(layout, proto, len(j.records))
     if progress is None:
         from ..core.progress import automatic
 
         progress = automatic(len(j.records) * sum(r.kind != "column" for r in requests))
     scored = _score_all(requests, j, progress)
+    groups = len(set(_group_of(j)))
+    permutation = next((t for t in proto.tests if t in stats.PERMUTATION_TESTS), None)
+    pairs = [(a, b) for i, a in enumerate(scored) for b in list(scored)[i + 1:]] if permutation else []
+    work = resamples * groups * (len(scored) + len(pairs))
     out = {}
-    for label, (values, signature, negated) in scored.items():
-        result = stats.level_correlations(values, j.human, j.core_layout(), n_boot=resamples, seed=int(seed),
-                                          statistics=statistics)
-        out[label] = MetricAgreement(label, next(r for r in requests if r.label == label), tuple(values), signature,
-                                     negated, result)
-    return Agreement(j, out, base, resamples, int(seed))
+    with _bar(progress, work) as advance:
+        for label, (values, signature, negated) in scored.items():
+            result = stats.level_correlations(values, j.human, layout, n_boot=int(resamples), seed=int(seed),
+                                              statistics=proto.statistics, average=proto.average,
+                                              resample=proto.resample, epsilon=proto.epsilon, progress=advance)
+            out[label] = MetricAgreement(label, next(r for r in requests if r.label == label), tuple(values),
+                                         signature, negated, result)
+        tested: dict[tuple[str, str], stats.Permutations] = {}
+        for a, b in pairs:
+            assert permutation is not None
+            tested[a, b] = stats.permutations(scored[a][0], scored[b][0], j.human, layout, test=permutation,
+                                              statistics=proto.statistics, average=proto.average,
+                                              epsilon=proto.epsilon, n_perm=int(resamples), seed=int(seed),
+                                              progress=advance)
+    by_metric: dict[str, dict[str, tuple[float, float]]] = {}
+    ranked: dict[str, list[list[str]]] = {}
+    if permutation:
+        def p_better(a: Hashable, b: Hashable, s: str) -> float:
+            return tested[a, b].p(s) if (a, b) in tested else tested[b, a].p(s, reverse=True)  # type: ignore[index]
+
+        if base is not None:
+            by_metric = {label: {s: (p_better(label, base, s), out[label].result.point[s] - out[base].result.point[s])
+                                 for s in proto.statistics} for label in out if label != base}
+        for s in proto.statistics:
+            points: dict[Hashable, float] = {label: m.result.point[s] for label, m in out.items()}
+            ranked[s] = [[str(x) for x in c]
+                         for c in stats.clusters(points, lambda a, b, s=s: p_better(a, b, s))]  # type: ignore[misc]
+    return Agreement(j, out, base, int(resamples), int(seed), proto, by_metric, ranked)
+
+
+def _protocol_layout(j: Judgments, proto: stats.Protocol) -> stats.Layout:
+    """The judgments' layout with the systems and inputs the protocol needs at the segment level (averaged per
+    system or input, resampled by them, or permuted by them), read from the records."""
+    layout = j.core_layout()
+    systems, inputs = layout.systems, layout.inputs
+    if "system" in proto.needs and systems is None:
+        systems = _read_labels(j, [SYSTEM], "the system")
+    if "input" in proto.needs and inputs is None:
+        if not j.input_fields:
+            raise ValueError(f"correlate: average {proto.average!r}, resample {proto.resample!r} and tests "
+                             f"{list(proto.tests)} need each output's input (document, source item): name its field "
+                             f"(input_field, --input-field FIELD).")
+        inputs = _read_labels(j, list(j.input_fields), "the input")
+    return stats.Layout(layout.level, layout.groups, systems, inputs)
+
+
+def _read_labels(j: Judgments, fields: Sequence[str], what: str) -> list[str]:
+    """Each record's label of `fields` as the reader writes a level's labels (:func:`~.judgments.label_text` of
+    the value's text, a tuple of them for several fields), refused as the reader refuses them: absent, null,
+    blank or not a scalar."""
+    out: list[str] = []
+    for i, record in enumerate(j.records):
+        parts = []
+        for name in fields:
+            value = reader.field(record, name)
+            text = value if isinstance(value, str) and value.strip() else str(value) if isinstance(
+                value, (bool, int, np.integer)) or (isinstance(value, (float, np.floating)) and math.isfinite(value)) \
+                else None
+            if text is None:
+                shown = "missing" if type(value) is object or value is None else \
+                    f"not a label (a text or a number): {short_repr(value)}"  # object(): the reader's absent mark
+                raise ValueError(f"{j.where(i)}: field `{name}` ({what}) is {shown}.")
+            parts.append(text)
+        out.append(reader.label_text(parts[0] if len(parts) == 1 else tuple(parts)))
+    return out
+
+
+@contextmanager
+def _bar(enabled: bool, total: int) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar over the resamples and permutations, or nothing."""
+    if not enabled:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc="movers: resampling", unit="resample", dynamic_ncols=True)
+    try:
+        yield bar.update
+    finally:
+        bar.close()

@@ -19,10 +19,10 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -99,13 +99,13 @@ class Judgments:
     def group_names(self) -> list[str] | None:
         """Each record's group as :func:`label_text` writes it (the names of the results' groups); None without
         groups."""
-        return None if self.layout.groups is None else [label_text(g) for g in self.layout.groups]
+        return None if self.layout.groups is None else [label_text(cast(Label, g)) for g in self.layout.groups]
 
     def core_layout(self) -> Layout:
         """The layout with every label written as text (:func:`label_text`): distinct labels stay distinct, and
         one field's labels are their values, so the groups sort (and resample) as their values do."""
-        def names(labels: Sequence[Label] | None) -> list[str] | None:
-            return None if labels is None else [label_text(x) for x in labels]
+        def names(labels: Sequence[Hashable] | None) -> list[str] | None:  # the reader's labels: Label
+            return None if labels is None else [label_text(cast(Label, x)) for x in labels]
 
         return Layout(self.level, names(self.layout.groups), names(self.layout.systems), names(self.layout.inputs))
 
@@ -487,7 +487,7 @@ def read_judgments(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
     groups = _labels(records, group_fields, where, "the group")
     systems = _labels(records, [SYSTEM], where, "the system") if level == "system" else None
     inputs = _labels(records, input_fields, where, "the input") if level != "segment" else None
-    layout = Layout(level, groups, systems, inputs)  # type: ignore[arg-type]  # labels: text or tuples of texts
+    layout = Layout(level, groups, systems, inputs)  # labels: text or tuples of texts
     j = Judgments(name, text, records, places, [p for p, _ in texts], [r for _, r in texts], scores, human, level,
                   tuple(group_fields), tuple(input_fields), layout)
     _check_points(j.core_layout(), scores, where, group_fields, input_fields, human)
