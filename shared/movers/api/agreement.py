@@ -719,23 +719,10 @@ def _protocol_layout(j: Judgments, proto: stats.Protocol) -> stats.Layout:
 
 def _read_labels(j: Judgments, fields: Sequence[str], what: str) -> list[str]:
     """Each record's label of `fields` as the reader writes a level's labels (:func:`~.judgments.label_text` of
-    the value's text, a tuple of them for several fields), refused as the reader refuses them: absent, null,
-    blank or not a scalar."""
-    out: list[str] = []
-    for i, record in enumerate(j.records):
-        parts = []
-        for name in fields:
-            value = reader.field(record, name)
-            text = value if isinstance(value, str) and value.strip() else str(value) if isinstance(
-                value, (bool, int, np.integer)) or (isinstance(value, (float, np.floating)) and math.isfinite(value)) \
-                else None
-            if text is None:
-                shown = "missing" if type(value) is object or value is None else \
-                    f"not a label (a text or a number): {short_repr(value)}"  # object(): the reader's absent mark
-                raise ValueError(f"{j.where(i)}: field `{name}` ({what}) is {shown}.")
-            parts.append(text)
-        out.append(reader.label_text(parts[0] if len(parts) == 1 else tuple(parts)))
-    return out
+    :func:`~.judgments.read_labels`), refused as the reader refuses them."""
+    labels = reader.read_labels(j.records, fields, j.where, what)
+    assert labels is not None  # fields are named
+    return [reader.label_text(x) for x in labels]
 
 
 @contextmanager

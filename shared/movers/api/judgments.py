@@ -29,8 +29,8 @@ import numpy as np
 from ..core.agreement import LEVELS, MIN_POINTS, Layout
 from ..core.validation import check_text, max_text_chars, short_repr, universal
 
-__all__ = ["Judgments", "read_judgments", "read_records", "number", "label_text", "Label", "HUMAN", "SYSTEM",
-           "PREDICTION_FIELDS", "REFERENCE_FIELDS", "FORMATS", "DECIMAL"]
+__all__ = ["Judgments", "read_judgments", "read_records", "number", "label_text", "read_labels", "Label", "HUMAN",
+           "SYSTEM", "PREDICTION_FIELDS", "REFERENCE_FIELDS", "FORMATS", "DECIMAL"]
 
 HUMAN = "human"
 """The field of the human score unless another is named."""
@@ -419,7 +419,7 @@ def _label(value: Any) -> str | None:
     return None
 
 
-def _labels(records: list[Any], fields: Sequence[str], where: Any, what: str) -> list[Label] | None:
+def read_labels(records: Sequence[Any], fields: Sequence[str], where: Any, what: str) -> list[Label] | None:
     """Each record's label of `fields` (the value's text; a tuple of them for several fields), or None without
     fields; absent, null, blank or not a scalar (a list, an object, NaN) is an error naming the field."""
     if not fields:
@@ -484,9 +484,9 @@ def read_judgments(source: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
         raise ValueError(f"correlate: the {level} level resamples inputs (documents, source items): name the field "
                          f"that says which input each output is for (input_field, --input-field FIELD); the first "
                          f"record's fields are {sorted(records[0])}.")
-    groups = _labels(records, group_fields, where, "the group")
-    systems = _labels(records, [SYSTEM], where, "the system") if level == "system" else None
-    inputs = _labels(records, input_fields, where, "the input") if level != "segment" else None
+    groups = read_labels(records, group_fields, where, "the group")
+    systems = read_labels(records, [SYSTEM], where, "the system") if level == "system" else None
+    inputs = read_labels(records, input_fields, where, "the input") if level != "segment" else None
     layout = Layout(level, groups, systems, inputs)  # labels: text or tuples of texts
     j = Judgments(name, text, records, places, [p for p, _ in texts], [r for _, r in texts], scores, human, level,
                   tuple(group_fields), tuple(input_fields), layout)
