@@ -4,9 +4,10 @@ and runs
 
     python .ci/harness_pages.py lm-eval     # or: inspect, lighteval
 
-which builds the tiny local language model (tests/support/tiny_lm.py), runs the ``bash`` commands of that harness's
-section of docs/harnesses.md with it in a temporary folder, and checks their results against one
-``movers.<slug>`` call on the generations the harness logged. Exit status 0 when they agree."""
+which runs the ``bash`` commands of that harness's section of docs/harnesses.md in a temporary folder on a tiny local
+language model (for LightEval the one the page's own script makes; for the others tests/support/tiny_lm.py's), and
+checks their results against one ``movers.<slug>`` call on the generations the harness logged. Exit status 0 when
+they agree."""
 from __future__ import annotations
 
 import json
@@ -37,6 +38,16 @@ def page_commands(harness: str) -> list[str]:
     if not any(line.startswith(first[-1]) for line in chosen):
         raise SystemExit(f"docs/harnesses.md has no `{first[-1].strip()}` command")
     return chosen
+
+
+def page_scripts(section: str) -> list[str]:
+    """The ``python`` blocks of docs/harnesses.md's section `section` that are scripts (no ``>>>``), as a reader
+    copies them into a file."""
+    page = (REPO / "docs" / "harnesses.md").read_text(encoding="utf-8")
+    start = page.index(f"\n## {section}\n")
+    end = page.find("\n## ", start + 1)
+    blocks = re.findall(r"```python\n(.*?)```", page[start:end if end != -1 else len(page)], re.S)
+    return [block for block in blocks if ">>>" not in block]
 
 
 def run(command: str, cwd: Path, **values: str) -> subprocess.CompletedProcess:
@@ -86,18 +97,19 @@ def inspect(folder: Path, model: Path) -> None:
     check("movers/twmd", score.metrics["corpus"].value, movers.twmd(preds, refs, centering="none").score)
 
 
-def lighteval(folder: Path, model: Path) -> None:
-    """The task file's six metrics, each equal to one movers call on the generations and golds of LightEval's
-    details (to 1e-9: every metric's texts are the same, so the vectors the cache holds are the ones a call makes)."""
+def lighteval(folder: Path) -> None:
+    """The page's script (its data and its tiny model), then its commands; the task file's six metrics, each equal
+    to one movers call on the generations and golds of LightEval's details (to 1e-9: every metric's texts are the
+    same, so the vectors the cache holds are the ones a call makes)."""
     import datasets
 
     import movers
 
-    (folder / "movers_template").mkdir()
-    (folder / "movers_template" / "test.jsonl").write_text(
-        "".join(json.dumps({"source": s, "reference": r}) + "\n" for s, r in PAIRS), encoding="utf-8")
+    (script,) = page_scripts("LightEval")
+    (folder / "first_run.py").write_text(script, encoding="utf-8")
+    run("python first_run.py", folder)
     for command in page_commands("lighteval"):
-        run(command, folder, MODEL=f"{model},device=cpu")
+        run(command, folder)
     results = json.loads(next((folder / "results").rglob("results_*.json")).read_text())["results"]
     details = datasets.load_dataset("parquet", data_files=str(next((folder / "results").rglob("details_*.parquet"))),
                                     split="train")
@@ -119,8 +131,11 @@ def check(name: str, got: float, want: float, atol: float = ATOL) -> None:
 def main(harness: str) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        model = build_tiny_lm(folder / "tiny", [t for pair in PAIRS for t in pair])
-        {"lm-eval": lm_eval, "inspect": inspect, "lighteval": lighteval}[harness](folder, model)
+        if harness == "lighteval":
+            lighteval(folder)
+        else:
+            model = build_tiny_lm(folder / "tiny", [t for pair in PAIRS for t in pair])
+            {"lm-eval": lm_eval, "inspect": inspect}[harness](folder, model)
     return 0
 
 

@@ -194,6 +194,15 @@ def test_signature_format():
         format_signature("X", [("a", "p|q")])
 
 
+def test_a_signature_names_only_the_declared_libraries():
+    """The tail's keys are LIBRARIES', the one declaration the docs' tests also read."""
+    from movers.core.signature import LIBRARIES, library_versions
+
+    assert [key for key, _ in library_versions(*LIBRARIES)] == ["v", *LIBRARIES.values()]
+    with pytest.raises(ValueError, match="library 'numpy' has no key; name one of"):
+        library_versions("numpy")
+
+
 def test_import_is_light_and_registry_lists_modules():
     import subprocess
     import sys

@@ -27,6 +27,7 @@ import numpy as np
 from .. import metrics as registry
 from ..core import agreement as stats
 from ..core.agreement import LevelResult
+from ..core.signature import SACREBLEU_VERSION_KEY
 from ..core.validation import short_repr
 from . import judgments as reader
 from .judgments import HUMAN, SYSTEM, Judgments, read_judgments
@@ -584,7 +585,7 @@ def _sacrebleu_signature(request: MetricRequest) -> str:
     import sacrebleu
 
     fields = [_function_name(request.name), *(f"{k}:{v}" for k, v in sorted(request.options.items())),
-              f"version:{sacrebleu.__version__}"]
+              f"{SACREBLEU_VERSION_KEY}:{sacrebleu.__version__}"]
     return "|".join(fields)
 
 

@@ -1,17 +1,27 @@
 """Reproducibility signatures: sacreBLEU's ``key:value|key:value`` format, fields passed explicitly.
 
 Every result carries one string naming every input that can move a number (metric, preset, model and
-revision, layer, weights, filters, solver, transform) followed by the library versions. Format
-history is in the README's "Signature" section; a test pins the exact strings.
+revision, layer, weights, filters, solver, transform) followed by the library versions. A resource that an
+installed package provides is labelled with that package's version (``tok:spacy-en@3.8.18``). Format changes are
+in CHANGELOG.md; tests pin the exact strings.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from importlib import metadata
 
 from . import cache
 
-__all__ = ["Signature", "format_signature", "library_versions", "format_float", "nrefs_label", "package_version"]
+__all__ = ["Signature", "format_signature", "library_versions", "format_float", "nrefs_label", "package_version",
+           "LIBRARIES", "SACREBLEU_VERSION_KEY", "library_versions_in", "without_library_versions"]
+
+LIBRARIES = {"transformers": "tf", "torch": "torch", "pot": "pot", "sacrebleu": "sacrebleu", "nltk": "nltk"}
+"""The libraries a signature can name after movers' own version (``v``), by distribution: the key of the version
+(sacreBLEU's and bert_score's short names)."""
+SACREBLEU_VERSION_KEY = "version"
+"""The key of sacreBLEU's version in sacreBLEU's own signatures (``sacrebleu.sentence_chrf|version:2.6.0``: how
+``movers correlate`` names its sentence-level baselines)."""
 
 Field = tuple[str, object]
 
@@ -117,11 +127,55 @@ def package_version(dist: str) -> str:
 
 
 def library_versions(*dists: str) -> tuple[tuple[str, str], ...]:
-    """Versions for the signature tail: movers first, then the named distributions.
-
-    Short keys follow sacreBLEU/bert_score: ``v`` (movers), ``tf`` (transformers), ``torch``, ``pot``.
-    """
-    short = {"transformers": "tf", "pot": "pot", "torch": "torch", "sacrebleu": "sacrebleu",
-             "nltk": "nltk"}
+    """Versions for the signature tail: movers first (``v``), then the named distributions of :data:`LIBRARIES`
+    under their keys (``tf`` for transformers, ``torch``, ``pot``, ...)."""
+    unknown = [dist for dist in dists if dist not in LIBRARIES]
+    if unknown:
+        raise ValueError(f"signature: library {unknown[0]!r} has no key; name one of {sorted(LIBRARIES)}.")
     return cache.cached(("versions", dists), lambda: (("v", package_version("movers")), *(
-        (short.get(dist, dist), package_version(dist)) for dist in dists)))
+        (LIBRARIES[dist], package_version(dist)) for dist in dists)))
+
+
+_LIBRARY_VERSION = re.compile(
+    r"(?<=\|)(?:(?P<key>{keys}):|[\w-]+:(?P<label>[^|\s\"'@:]+)@)(?P<version>[^|\s\"',)]+)".format(
+        keys="|".join(sorted({*LIBRARIES.values(), SACREBLEU_VERSION_KEY}, key=len, reverse=True))))
+
+
+def _library_versions_in(text: str) -> list[re.Match[str]]:
+    from packaging.version import InvalidVersion, Version
+
+    found = []
+    for m in _LIBRARY_VERSION.finditer(text):
+        try:
+            Version(m.group("version"))
+        except InvalidVersion:
+            continue  # not a release: "none" (not installed), "local", a model revision
+        if m.group("key") or "." in m.group("version"):  # a revision of seven digits parses as a version
+            found.append(m)
+    return found
+
+
+def library_versions_in(text: str) -> list[tuple[str, str]]:
+    """``(name, version)`` of every other library's version that a signature in `text` names: the key of the tail
+    (:data:`LIBRARIES`) or of sacreBLEU's own signature (:data:`SACREBLEU_VERSION_KEY`), or the label of a resource
+    that a package provides (``tok:spacy-en@3.8.18``: ``spacy-en``). movers' own ``v``, every setting and a model's
+    revision (``@<sha7>``, ``@local``) are not among them, nor a version that is not a release (``pot:none``).
+
+        >>> library_versions_in("X|tok:spacy-en@3.8.18|model:bert@86b5e09|v:0.1.0|tf:5.25.0|torch:2.13.0+cpu")
+        [('spacy-en', '3.8.18'), ('tf', '5.25.0'), ('torch', '2.13.0+cpu')]
+    """
+    return [(m.group("key") or m.group("label"), m.group("version")) for m in _library_versions_in(text)]
+
+
+def without_library_versions(text: str) -> str:
+    """`text` with each version :func:`library_versions_in` finds written ``*``: what two installs of the same
+    movers share when a dependency has had a release in between (the docs' tests compare printed output so).
+
+        >>> without_library_versions("X|tok:spacy-en@3.8.18|model:bert@86b5e09|v:0.1.0|tf:5.25.0|torch:2.13.0+cpu")
+        'X|tok:spacy-en@*|model:bert@86b5e09|v:0.1.0|tf:*|torch:*'
+    """
+    out, end = [], 0
+    for m in _library_versions_in(text):
+        out += [text[end:m.start("version")], "*"]
+        end = m.end("version")
+    return "".join(out) + text[end:]

@@ -35,8 +35,9 @@ from .. import TORCH_INDEX, TORCH_VERSION
 __all__ = ["build", "build_wheel", "installed_wheel", "requirements", "GRADIO_VERSION", "main"]
 
 GRADIO_VERSION = "6.31.0"
-"""The gradio the Spaces run (card ``sdk_version``): started with transformers 5.23 / huggingface_hub 2.4
-here. gradio 5.0.0 fails at import with that hub (``cannot import name 'HfFolder'``)."""
+"""The gradio the Spaces run (card ``sdk_version``), beside the transformers and huggingface_hub that movers'
+requirements bring (tests/test_space.py). gradio 5.0.0 fails at import with the huggingface_hub that transformers 5
+needs (``cannot import name 'HfFolder'``)."""
 
 _APP = '''\
 """Hub Space: the movers demo page for {slug} (the card is README.md). Built by `movers space build`.
