@@ -124,17 +124,23 @@ def _operations(prof: Any) -> tuple[int, int, Counter[str]]:
     return sum(counts.values()), sum(v for name, v in counts.items() if name in COPIES), counts
 
 
+PROFILER_UTILITY_EVENTS = frozenset({
+    "[memory]", "[OutOfMemory]", "profiler::_record_function_enter", "profiler::_record_function_enter_new",
+    "profiler::_record_function_exit", "aten::is_leaf", "aten::output_nr", "aten::_version"})
+"""The events that torch's profiler leaves out of ``prof.events()`` by name (torch/autograd/profiler_util.py,
+``_filter_name``, torch 2.13.0); tests/test_batched.py checks the counts against ``prof.events()``."""
+
+
 def _profiled_events(prof: Any) -> list[tuple[str, int, int]]:
     """(name, start ns, end ns) of each event that ``prof.events()`` lists, with its rules (torch.autograd.profiler's
     ``_parse_kineto_results`` and ``EventList._build_tree``): the profiler's own utility events are left out, and a
     CPU event nested alone in one of the same name (an operation that calls itself) is that one event."""
     from torch.autograd import DeviceType
-    from torch.autograd.profiler_util import _filter_name
 
     kept = []  # (name, start, end, thread of a synchronous CPU event or None)
     for e in prof.profiler.kineto_results.events():
         name = e.name()
-        if _filter_name(name) or getattr(e, "is_hidden_event", lambda: False)():
+        if name in PROFILER_UTILITY_EVENTS or getattr(e, "is_hidden_event", lambda: False)():
             continue
         thread = e.start_thread_id()
         sync_cpu = e.device_type() == DeviceType.CPU and not e.is_async() and thread == e.end_thread_id()

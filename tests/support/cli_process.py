@@ -27,10 +27,12 @@ from pathlib import Path
 IMPORT_TIME = ("HF_", "TRANSFORMERS_", "HUGGINGFACE_", "MKL_", "ONEDNN_", "ATEN_", "OMP_", "KMP_", "PYTHONPATH",
                "PYTHONHOME", "TORCH", "CUDA", "XDG_", "MOVERS_NO_AUTOREGISTER")
 """Prefixes of the variables read when libraries are imported; the thread counts are applied per command."""
-SET_BY_LIBRARIES = ("KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK", "TORCHINDUCTOR_CACHE_DIR")
+SET_BY_LIBRARIES = ("KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK", "TORCHINDUCTOR_CACHE_DIR", "HF_XET_HIGH_PERFORMANCE",
+                    "HF_HUB_ENABLE_HF_TRANSFER")
 """Variables that libraries set on themselves in the process that imports or uses them (scikit-learn, which POT
-imports, the first two; torch's compiler the last, its default folder): the tests' process gains them as it runs, the
-fork server holds the first two from its own imports, and a fresh command sets them alike. No test asks for them."""
+imports, the first two; torch's compiler its default folder; lm-eval, on import, the Hub's download settings, which
+an offline run never reads): the tests' process gains them as it collects and runs, and a command that asks for
+none of them runs as it would without them. No test asks for them."""
 
 _CONTEXT: multiprocessing.context.ForkServerContext | None = None
 _SERVER_ENV: dict[str, str] = {}
