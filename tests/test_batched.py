@@ -53,10 +53,10 @@ def small_encoder(tmp_path_factory) -> str:
     """A 2-layer, 128-wide BERT with random weights and the bundled tokenizer, 512 positions (a model folder)."""
     import transformers
 
-    from movers.text.embedding import _resolve_model
+    from movers.text.models import resolve_model
 
     folder = tmp_path_factory.mktemp("small-bert")
-    tok = transformers.AutoTokenizer.from_pretrained(_resolve_model(None)[0])
+    tok = transformers.AutoTokenizer.from_pretrained(resolve_model(None)[0])
     tok.save_pretrained(folder)
     config = transformers.BertConfig(vocab_size=len(tok), hidden_size=128, num_hidden_layers=2,
                                      num_attention_heads=2, intermediate_size=512, max_position_embeddings=512)

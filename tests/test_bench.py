@@ -64,8 +64,8 @@ def test_the_study_command_lists_every_study_once(capsys):
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     listed = [line.split()[0] for line in proc.stdout.splitlines()[2:]]
-    assert listed == list(STUDIES) == ["correlation", "suite", "validation", "long-texts", "speed", "gpu", "scale",
-                                       "systems", "ray", "baselines", "docs", "cards"]
+    assert listed == list(STUDIES) == ["correlation", "correlate-scale", "suite", "validation", "long-texts", "speed",
+                                       "gpu", "scale", "systems", "ray", "baselines", "docs", "cards"]
     assert "usage: python -m shared.bench STUDY [options]" in proc.stdout
     section = (REPO / "docs" / "development.md").read_text(encoding="utf-8").split("## Running the studies\n")[1]
     assert re.findall(r"^\| `([a-z-]+)` \|", section.split("\n## ")[0], re.M) == list(STUDIES)  # its table

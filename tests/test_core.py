@@ -148,10 +148,10 @@ def tiny_local_model(tmp_path_factory):
     """A randomly initialised 2-layer BERT with a 32-position window, saved as a local folder."""
     import transformers
 
-    from movers.text.embedding import _resolve_model
+    from movers.text.models import resolve_model
 
     folder = tmp_path_factory.mktemp("tiny-bert")
-    minilm, _ = _resolve_model(None)
+    minilm, _ = resolve_model(None)
     tok = transformers.AutoTokenizer.from_pretrained(minilm, model_max_length=32)
     tok.save_pretrained(folder)
     config = transformers.BertConfig(vocab_size=tok.vocab_size, hidden_size=16, num_hidden_layers=2,

@@ -19,7 +19,7 @@ import pytest
 
 import movers
 from movers.core import cache as loaded
-from movers.text.embedding import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
+from movers.text.families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
 from movers.text.languages import language, languages
 
 from .helpers import real_pairs
@@ -222,3 +222,101 @@ def test_the_pages_table_of_families_is_the_matrix():
     for name, recipe in FAMILIES.items():
         kind, tokenizer = rows[name]
         assert kind == recipe.kind and tokenizer.startswith(tokenizers[recipe.tokenizer]), (name, rows[name])
+
+
+def test_a_model_folder_that_does_not_hold_together_is_refused_naming_model_leaving_nothing(models, tmp_path,
+                                                                                             monkeypatch):
+    """A tokenizer with more ids than the embedding table (torch's IndexError otherwise), weights shaped otherwise
+    than config.json says (transformers' ignore_mismatched_sizes error), symbolic link loops (pathlib's RuntimeError
+    while the message was built; a relative one was taken for a hub id) and a `model` that is no str or path: each
+    refused naming `model` and the mismatch, before any score, with nothing of it left in the cache; a good model
+    scores as before afterwards."""
+    import os
+    import shutil
+
+    import transformers
+
+    good = str(models["bert"])
+    texts = (["A cat sat."], ["The cat sat."])
+    first = {slug: getattr(movers, slug)(*texts, **{option: good}).scores
+             for slug, option in (("moverscore", "model"), ("twmd", "model"), ("sms", "embedding"))}
+    small, wide = tmp_path / "small-table", tmp_path / "wide-config"
+    config = transformers.AutoConfig.from_pretrained(good)
+    config.vocab_size = 50  # the tokenizer has ~500 ids
+    transformers.AutoModel.from_config(config).save_pretrained(small)
+    shutil.copytree(models["bert"], wide)
+    for f in models["bert"].iterdir():
+        if "token" in f.name or f.name.startswith("vocab"):
+            shutil.copy(f, small)
+    settings = json.loads((wide / "config.json").read_text())
+    (wide / "config.json").write_text(json.dumps({**settings, "hidden_size": 64}))
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    monkeypatch.chdir(tmp_path)
+    os.symlink("relative-loop", "relative-loop")
+    cache = tmp_path / "embedding-cache"
+    before = set(loaded._CACHE)
+    for model, why in ((small, r"has a tokenizer of \d+ token ids but an embedding table of 50 rows"),
+                       (wide, r"has weights that do not fit its config.json: \d+ tensors differ in shape \(.*\[32\] in "
+                              r"the checkpoint, \[64\] by config.json"),
+                       (tmp_path / "loop", "is not a folder \\(a symbolic link loop"),
+                       (str(tmp_path / "loop"), "is not a folder \\(a symbolic link loop"),
+                       ("relative-loop", "is not a folder \\(a symbolic link loop")):
+        for slug, option in (("moverscore", "model"), ("twmd", "model"), ("sms", "embedding")):
+            with pytest.raises(ValueError, match=r"`model` \(SMS: `embedding`\) '.*' " + why):
+                getattr(movers, slug)(*texts, cache=str(cache), **{option: str(model) if slug == "sms" else model})
+        assert set(loaded._CACHE) == before, model
+        assert not cache.exists() or not any(cache.rglob("*.npy"))
+    for slug in ("moverscore", "twmd", "lazy_emd"):
+        with pytest.raises(TypeError, match=r"`model` \(SMS: `embedding`\) must be a Hugging Face model id or a "
+                                            r"local folder \(str or path\), got int 5"):
+            getattr(movers, slug)(*texts, model=5)
+    with pytest.raises(TypeError, match="`model`.*got int 5"):
+        movers.load_encoder(5)
+    assert set(loaded._CACHE) == before
+    for slug, option in (("moverscore", "model"), ("twmd", "model"), ("sms", "embedding")):
+        assert getattr(movers, slug)(*texts, **{option: good}).scores == first[slug]
+
+
+def test_tokenizers_without_an_unknown_token_never_warn_and_a_wordpiece_one_does(models):
+    """ByT5 reads bytes and byte-level BPE (GPT-2's, without an unknown token of its own; RoBERTa's, whose <unk> no
+    byte reaches) has an id for every character: Japanese text is read, never [UNK], so no warning and zero counts,
+    and two different texts do not score as one. The WordPiece tokenizer trained here on English texts lacks these
+    characters: it warns (the control)."""
+    texts = (["The cat: 今日は嬉しい。"], ["The cat: 今日は楽しい。"])
+    for name in ("byt5", "gpt2", "roberta", "bert"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = movers.moverscore(*texts, model=str(models[name]), remove_subwords=False)
+        unknown = [str(w.message) for w in caught if "unknown token" in str(w.message)]
+        if name == "bert":
+            assert len(unknown) == 1 and out.extra["unknown_tokens"][0] > 0, unknown
+        else:
+            assert unknown == [] and out.extra["unknown_tokens"] == [0], (name, unknown)
+            assert out.scores[0] < 1.0, name
+
+
+def test_the_download_advice_names_a_program_this_environment_installs(monkeypatch):
+    """A message about a model missing from the Hugging Face cache names the download command of the installed
+    huggingface-hub (``hf download``; ``huggingface-cli download`` before it had ``hf``): a program it declares,
+    installed beside this Python. The pages name no other."""
+    import re
+    import shutil
+    import sys
+    from importlib.metadata import distribution
+    from pathlib import Path
+
+    from movers.text.models import download_command, hub_problem
+
+    from .helpers import REPO
+
+    command = download_command("org/never-downloaded")
+    program = command.split()[0]
+    declared = {e.name for e in distribution("huggingface_hub").entry_points if e.group == "console_scripts"}
+    assert program in declared and command == f"{program} download org/never-downloaded"
+    assert shutil.which(program, path=str(Path(sys.executable).parent)), program
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert f"(`{command}`, those variables unset)" in hub_problem("org/never-downloaded")
+    pages = [REPO / "README.md", *(REPO / "cards").glob("*.md"), *(REPO / "docs").rglob("*.md")]
+    named = {found for page in pages for found in re.findall(r"\b(hf|huggingface-cli) download\b",
+                                                             page.read_text(encoding="utf-8"))}
+    assert named <= {program}, named

@@ -188,9 +188,9 @@ def test_readme_trainer_compute_metrics_pattern():
     import numpy as np
     import transformers
 
-    from movers.text.embedding import _resolve_model
+    from movers.text.models import resolve_model
 
-    tokenizer = transformers.AutoTokenizer.from_pretrained(_resolve_model(None)[0])
+    tokenizer = transformers.AutoTokenizer.from_pretrained(resolve_model(None)[0])
     ids = np.array(tokenizer(["the cat sat on the mat .", "a dog ran ."], padding=True)["input_ids"])
     labels = np.where(ids == tokenizer.pad_token_id, -100, ids)
     preds = labels.copy()  # perfect generations, padded with -100 as after a multi-process gather

@@ -518,7 +518,7 @@ def test_similarity_and_score_fields(encoder):
     assert out.extra["similarities"] == [1.0 - d for d in out.scores]
     assert out.extra["similarity"] == pytest.approx(1.0 - out.score, abs=1e-15)
     assert set(out.to_dict()) == {"score", "scores", "similarity", "similarities", "converged", "iterations",
-                                  "signature"}
+                                  "unknown_tokens", "signature"}
 
 
 def test_signature_is_pinned(encoder):
@@ -550,13 +550,13 @@ def test_precision_and_recall_limits_on_real_pairs():
     bertscore_L6_idf-off has one such record here, stsb.dev.453: +1.4e-4 on P).
     """
     bert_score = pytest.importorskip("bert_score")
-    from movers.text.embedding import _resolve_model
+    from movers.text.models import resolve_model
 
     records = reference_records("bertscore_L6_idf-off")[::4]
     preds, refs = [r["hypothesis"] for r in records], [r["reference"] for r in records]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        p_ref, r_ref, _ = bert_score.score(preds, refs, model_type=_resolve_model(None)[0], num_layers=6,
+        p_ref, r_ref, _ = bert_score.score(preds, refs, model_type=resolve_model(None)[0], num_layers=6,
                                            idf=False, batch_size=1, device="cpu")
     enc = Encoder()
     p = lazy_emd(preds, refs, reg=1e-6, reg_candidate=INF, reg_reference=0.0, preset="paper", encoder=enc)

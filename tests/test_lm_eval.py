@@ -219,11 +219,11 @@ def _fixed_run(tmp_path, metric_list, generations=GENERATIONS, pairs=PAIRS):
 def test_empty_generations_get_the_worst_value_with_one_warning_and_the_cache_serves_a_second_run(tmp_path,
                                                                                                  monkeypatch):
     from movers.integrations.harnesses import common as harness
-    from movers.text import embedding
+    from movers.text import models
 
     loads = []
-    load = embedding._load_backbone
-    monkeypatch.setattr(embedding, "_load_backbone", lambda *a: loads.append(a) or load(*a))
+    load = models._load_backbone
+    monkeypatch.setattr(models, "_load_backbone", lambda *a: loads.append(a) or load(*a))
     movers.clear_encoder_cache()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -12,6 +12,7 @@ __all__ = ["STUDIES", "main", "usage"]
 
 STUDIES: dict[str, str] = {
     "correlation": "correlation",
+    "correlate-scale": "correlate_scale",
     "suite": "suite",
     "validation": "validation",
     "long-texts": "long_texts",

@@ -34,7 +34,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -213,15 +213,15 @@ def _sample(records: list[dict], limit: int | None, seed: int, layout: Layout) -
         if not limit or limit >= len(records):
             return list(range(len(records)))
         return sorted(np.random.default_rng(seed).choice(len(records), limit, replace=False).tolist())
-    names = sorted(set(layout.inputs))
+    names = sorted(set(layout.inputs), key=str)
     if not limit or limit >= len(names):
         return list(range(len(records)))
-    chosen = set(np.random.default_rng(seed).choice(names, limit, replace=False).tolist())
+    chosen = {names[i] for i in np.random.default_rng(seed).choice(len(names), limit, replace=False).tolist()}
     return [i for i, x in enumerate(layout.inputs) if x in chosen]
 
 
 def _subset(layout: Layout, pick: list[int]) -> Layout:
-    def sub(values: Sequence[str] | None) -> list[str] | None:
+    def sub(values: Sequence[Hashable] | None) -> list[Hashable] | None:
         return None if values is None else [values[i] for i in pick]
     return Layout(layout.level, sub(layout.groups), sub(layout.systems), sub(layout.inputs))
 
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             paired_all[criterion] = {label: {**diff, "williams": tests[label]}
                                      for label, diff in found.differences().items()}
         if layout.groups is not None:
-            per_group[criterion] = {label: {g: v.point["pearson"] for g, v in r.groups.items()}
+            per_group[criterion] = {label: {str(g): v.point["pearson"] for g, v in r.groups.items()}
                                     for label, r in results.items()}
         found.plot(out / f"{stem}_{criterion}.png")
     result = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-__all__ = ["cached", "clear"]
+__all__ = ["cached", "clear", "forget"]
 
 T = TypeVar("T")
 
@@ -26,3 +26,9 @@ def cached(key: Hashable, load: Callable[[], T]) -> T:
 def clear() -> None:
     """Forget every loaded resource (memory is freed once nothing else holds them)."""
     _CACHE.clear()
+
+
+def forget(unwanted: Callable[[Hashable], bool]) -> None:
+    """Drop the entries whose key `unwanted` accepts (what a resource that failed to load completely left)."""
+    for key in [k for k in list(_CACHE) if unwanted(k)]:
+        _CACHE.pop(key, None)

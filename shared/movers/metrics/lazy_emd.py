@@ -52,7 +52,15 @@ from ..core.signature import Signature, format_float, library_versions, nrefs_la
 from ..core.spec import Inputs, LongTextStudy, Output
 from ..core.transport import buckets, grouped, iterates_on_host, network_simplex, unbalanced_sinkhorn_batch
 from ..core.validation import check_number
-from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, call_encoder, encoder_option, model_option
+from ..pipeline.embedding import (
+    UNKNOWN_OUTPUT,
+    Chunk,
+    Context,
+    EmbeddingOptions,
+    call_encoder,
+    encoder_option,
+    model_option,
+)
 from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_means
 from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder, model_label
@@ -363,7 +371,8 @@ class LazyEmd(TokenMetric[LazyEmdOptions, LazyEmdContext]):
                Output("similarity", "float", "the mean of `similarities`.", per_segment=False),
                Output("converged", "list of bool", "whether the solver stopped by its rule (every reference)."),
                Output("iterations", "list of int", "solver iterations per segment (worst reference)."),
-               Output("matching", "list of list of dict", "with return_matching: tokens and plan per reference."))
+               Output("matching", "list of list of dict", "with return_matching: tokens and plan per reference."),
+               UNKNOWN_OUTPUT)
     module_examples = """
     >>> lazy_emd = evaluate.load("lazy_emd")
     >>> results = lazy_emd.compute(predictions=["The boy in a coat.", "The man in a coat."],

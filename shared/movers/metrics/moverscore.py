@@ -50,7 +50,15 @@ from ..core.signature import Signature, library_versions, nrefs_label
 from ..core.spec import Example, Inputs, LongTextStudy, Output
 from ..core.transport import grouped, network_simplex, padded_size, partial_emd, shape_classes, simplex
 from ..pipeline.call import baseline_option
-from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, call_encoder, encoder_option, model_option
+from ..pipeline.embedding import (
+    UNKNOWN_OUTPUT,
+    Chunk,
+    Context,
+    EmbeddingOptions,
+    call_encoder,
+    encoder_option,
+    model_option,
+)
 from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_labels
 from ..text.centering import SegmentMeans
 from ..text.embedding import Encoder, model_label
@@ -415,7 +423,7 @@ class MoverScore(TokenMetric[MoverScoreOptions, MoverScoreContext]):
         weight; the rest of the article costs nothing""")
     scores_doc = "one score per segment, in input order; higher is better"
     outputs = (Output("distances", "list of float", """the earth mover's distance per segment (for several
-                      references the mean, or the min with "max")."""),)
+                      references the mean, or the min with "max")."""), UNKNOWN_OUTPUT)
     empty_message = ("have a side with no weighted token (all filtered, or idf 0); the largest cost is used "
                      "(the worst score), see the card.")
     parallel_pairs = True  # POT's network simplex per pair releases the GIL

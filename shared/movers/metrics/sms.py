@@ -49,11 +49,12 @@ from ..core.signature import Signature, library_versions, nrefs_label
 from ..core.spec import Inputs, LongTextStudy, Output
 from ..core.transport import emd, partial_emd
 from ..pipeline.call import baseline_option
-from ..pipeline.embedding import Context, EmbeddingMetric, EmbeddingOptions, call_encoder
+from ..pipeline.embedding import UNKNOWN_OUTPUT, Context, EmbeddingMetric, EmbeddingOptions, call_encoder
 from ..text.centering import CenteringSpec
-from ..text.embedding import Encoder, model_label, resolve_device
+from ..text.embedding import Encoder, model_label
 from ..text.filters import resolve_stopwords
 from ..text.languages import DEFAULT_LANG
+from ..text.models import resolve_device
 from ..text.sentences import (
     kept_words,
     segmenter_label,
@@ -274,7 +275,8 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
     rescalable = True
     documents = True
     scores_doc = "exp(-distance) per segment, in (0, 1]; higher is better"
-    outputs = (Output("distances", "list of float", "the earth mover's distance per segment (lower is closer)."),)
+    outputs = (Output("distances", "list of float", "the earth mover's distance per segment (lower is closer)."),
+               UNKNOWN_OUTPUT)
     empty_message = ("have a document with no kept word (no alphabetic non-stop-word token with a vector): score "
                      "0.0 (distance inf), the worst.")
     formula_step = 1
@@ -348,6 +350,10 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
             return SmsContext(o, name, None, kept, load_static_vectors(str(o.embedding or DEFAULT_EMBEDDING)), o.lang,
                               stops, stop_label)
         return SmsContext(o, name, encoder, kept, None, o.lang, stops, stop_label)
+
+    def encoder_text(self, item: Any) -> str:
+        """A document as one text: given sentences joined by spaces."""
+        return item if isinstance(item, str) else " ".join(item)
 
     def _tokens(self, ctx: SmsContext, key: tuple[str, Any]) -> list[list[str]]:
         """A document's sentences as token lists (each unique document once per call), as read (:meth:`_read`)."""

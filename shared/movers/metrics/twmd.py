@@ -42,7 +42,15 @@ from ..core.signature import Signature, format_float, library_versions, nrefs_la
 from ..core.spec import Inputs, LongTextStudy, Output
 from ..core.transport import buckets, tempered_values
 from ..pipeline.call import baseline_option
-from ..pipeline.embedding import Chunk, Context, EmbeddingOptions, call_encoder, encoder_option, model_option
+from ..pipeline.embedding import (
+    UNKNOWN_OUTPUT,
+    Chunk,
+    Context,
+    EmbeddingOptions,
+    call_encoder,
+    encoder_option,
+    model_option,
+)
 from ..pipeline.fitting import fit_centering
 from ..pipeline.token_metric import TokenMetric, explanations, input_tokens, pair_sides, side_means
 from ..text.centering import Centering, CenteringSpec, SegmentMeans
@@ -320,7 +328,7 @@ class Twmd(TokenMetric[TwmdOptions, Context[TwmdOptions]]):
     scores_doc = "F per segment (= f1), in input order; higher is better, at most 1"
     outputs = (Output("precision", "list of float", "the candidate side, self-normalised, per segment."),
                Output("recall", "list of float", "the reference side, self-normalised, per segment."),
-               Output("f1", "list of float", "F per segment (the same as scores).", table=False))
+               Output("f1", "list of float", "F per segment (the same as scores).", table=False), UNKNOWN_OUTPUT)
     module_examples = """
     >>> twmd = evaluate.load("twmd")
     >>> results = twmd.compute(predictions=["The cat sat on the mat.", "A dog barked loudly."],

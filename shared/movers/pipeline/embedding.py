@@ -4,7 +4,8 @@
 
 1. context: the encoder (or static vectors) and what the options imply (:meth:`~EmbeddingMetric.context`);
    the centring mode is checked, a fitted table against the encoder and the metric's token selection;
-2. guards: texts without content and oversized transport problems fail before the model runs;
+2. guards: texts without content and oversized transport problems fail before the model runs; texts the encoder
+   reads in part as its unknown token are counted (a warning, and ``extra["unknown_tokens"]``);
 3. scope: this process scores the segments ``scope.part(n)`` (all of them, unless scoring is distributed
    over ranks or streamed in blocks: :mod:`movers.core.scope`), whole centring batches;
 4. call statistics (per-call IDF: :meth:`~EmbeddingMetric.statistics`; corpus centring means), summed
@@ -42,7 +43,7 @@ from ..core.references import CHUNK, ReferenceGroups, segment_chunks
 from ..core.result import Scores
 from ..core.scope import current_scope
 from ..core.signature import Signature
-from ..core.spec import Inputs, MetricSpec
+from ..core.spec import Inputs, MetricSpec, Output
 from ..text.centering import (
     Centering,
     CenteringSpec,
@@ -62,16 +63,17 @@ from ..text.embedding import (
     LayerSpec,
     LongTexts,
     carrying,
-    hub_problem,
     load_encoder,
 )
 from ..text.embedding_cache import EmbeddingCache, resolve_cache, using_cache
+from ..text.guards import UnknownTokens, text_labels, unknown_tokens
 from ..text.languages import language
+from ..text.models import hub_problem
 from .call import empty_predictions_option, lang_option, unicode_option
 from .passes import run_length
 
 __all__ = ["EmbeddingMetric", "EmbeddingOptions", "Context", "Chunk", "long_texts_option", "model_option",
-           "encoder_option", "call_encoder"]
+           "encoder_option", "call_encoder", "UNKNOWN_OUTPUT"]
 
 OptionsT = TypeVar("OptionsT", bound="EmbeddingOptions")
 C = TypeVar("C", bound="Context")
@@ -96,6 +98,12 @@ def encoder_option() -> Any:
                   widget=False, cli=False)
 
 
+UNKNOWN_OUTPUT = Output("unknown_tokens", "list of int", """per segment, the tokens of its prediction and references
+    that the contextual encoder reads as its unknown token ([UNK]); None for an empty prediction, which is not
+    read; a call with any warns (see Encoders and languages).""", table=False)
+"""The output every metric with a contextual encoder declares (:meth:`EmbeddingMetric.unknown`)."""
+
+
 def call_encoder(name: str, o: EmbeddingOptions, model: str | os.PathLike | None, layer: LayerSpec | None,
                  default_layer: LayerSpec | Callable[[Any], LayerSpec], long_texts: LongTexts | None = None) -> Encoder:
     """The encoder a call reads: `model`, or when it is None the bundled all-MiniLM-L6-v2 for English and the
@@ -115,8 +123,8 @@ def call_encoder(name: str, o: EmbeddingOptions, model: str | os.PathLike | None
         problem = hub_problem(default.model)
         if problem is not None:
             raise OSError(f"{name}: `lang` {o.lang!r} reads {default.model} at layer {default.layer} when no `model` "
-                          f"is given ({default.source}); it {problem} (`huggingface-cli download {default.model}`), "
-                          f"or pass `model`: a local folder or another model in the cache.")
+                          f"is given ({default.source}); it {problem}, or pass `model`: a local folder or another "
+                          f"model in the cache.")
     reading = long_texts or o.long_texts
     if layer is None:
         layer = default_layer(load_encoder(model, layer=-1, device=o.device, long_texts=reading).backbone.config) \
@@ -262,6 +270,25 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
     def guard(self, ctx: C, inputs: Inputs) -> None:
         """Checks on the texts before any model runs (no content, transport size)."""
 
+    def encoder_text(self, item: Any) -> str:
+        """A prediction or reference as one text of the encoder's (SMS joins a document given as sentences)."""
+        return str(item)
+
+    def unknown(self, ctx: C, inputs: Inputs) -> UnknownTokens | None:
+        """The texts' tokens the encoder reads as its unknown token, counted from the tokenizer; warns once when
+        a text has more than :data:`movers.text.guards.UNKNOWN_SHARE` of them or a pair reads alike because of
+        them. None without a contextual encoder (static vectors, a hand-made encoder)."""
+        if ctx.encoder is None:
+            return None
+        text = self.encoder_text
+        counted = unknown_tokens(ctx.encoder, [text(p) for p in inputs.predictions],
+                                 [[text(r) for r in group] for group in inputs.references])
+        if counted is not None:
+            given = any(getattr(ctx.options, key, None) is not None for key in ("model", "embedding", "encoder"))
+            counted.warn(ctx.name, text_labels(len(inputs), inputs.references), ctx.options.lang, model_given=given,
+                         stacklevel=7)
+        return counted
+
     def statistics(self, ctx: C, predictions: list[Any], references: ReferenceGroups) -> Any:
         """Call-level statistics of this process's part, summed over the scope (e.g. per-call IDF)."""
         return None
@@ -364,6 +391,7 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
             assert ctx.encoder is not None
             o.centering.check(name, ctx.encoder.name, ctx.encoder.layer_label, ctx.kept_label)
         self.guard(ctx, inputs)
+        unknown = self.unknown(ctx, inputs)
         groups = ReferenceGroups.of(inputs.references)
         k = o.centering_batch
         part = scope.part(len(inputs), multiple=run_length(o))
@@ -420,6 +448,8 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
         pairs, explained = scope.gather(pairs), scope.gather(explained)
         self.report(ctx, groups, pairs)
         segments = self.segments(ctx, groups, pairs, explained)
+        if unknown is not None:
+            segments[UNKNOWN_OUTPUT.name] = unknown.per_segment(groups.owner)
         if groups.multiple:
             segments["per_reference"] = groups.split([pair.score for pair in pairs])
         if o.return_plans:

