@@ -32,19 +32,22 @@ os.environ.pop("HF_MODULES_CACHE", None)
 
 os.environ.setdefault("MOVERS_DATA", str(DATA))  # the study commands the tests run read the same folder
 
-# The files that run longest (whole pytest sessions under other kernels, six Spaces in chromium, local Ray and
-# torchrun clusters, every page's examples, the parity runs), longest first, as timed on the project's 2-core
-# machine. pytest-xdist gives each worker one file at a time in collection order (--no-loadscope-reorder in
-# pyproject.toml; by default it orders files by their number of tests, which put the longest file last and left one
-# worker idle for three minutes): these start first and the short files fill in behind them.
+# The files that run longest, longest first, as timed on the project's 2-core machine: those of a system run (whole
+# pytest sessions under other kernels, six Spaces in chromium, local Ray and torchrun clusters), then those of a
+# plain run (every page's examples, the parity runs, the command lines, the operation counts, MLflow, the linters).
+# A file without tests in a run drops out of its order. pytest-xdist gives each worker one file at a time in
+# collection order (--no-loadscope-reorder in pyproject.toml; by default it orders files by their number of tests,
+# which put the longest file last and left one worker idle for three minutes): these start first and the short
+# files fill in behind them.
 LONGEST_FIRST = ("test_any_cpu.py", "test_space.py", "test_ray.py", "test_docs.py", "test_distributed.py",
-                 "test_moverscore.py")
+                 "test_moverscore.py", "test_cli.py", "test_batched.py", "test_mlflow.py", "test_code_quality.py",
+                 "test_cache.py", "test_timings.py", "test_bench.py", "test_lazy_emd.py", "test_languages.py")
 
 
-# The system tests (marker ``system``, declared with what it covers in pyproject.toml) are two thirds of the suite's
-# time on a 2-core machine, so the run a contributor repeats (plain ``pytest``: the README's second command) leaves
-# them out, and ``pytest -m system`` runs them alone; .ci/run runs both. Any ``-m`` expression selects by itself,
-# and ``--with-system-tests`` keeps them in a plain run (CI's lowest-versions step).
+# The system tests (marker ``system``, declared with what it covers in pyproject.toml) are most of the suite's time
+# on a 2-core machine, so the run a contributor repeats (plain ``pytest``: the README's second command) leaves them
+# out, and ``pytest -m system`` runs them alone; .ci/run runs both. Any ``-m`` expression selects by itself, and
+# ``--with-system-tests`` keeps them in a plain run (CI's lowest-versions step).
 def _leaves_out_system_tests(config) -> bool:
     return not config.option.markexpr and not config.getoption("--with-system-tests")
 

@@ -317,11 +317,13 @@ HUGE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_huge_texts_fail_early_or_fit_in_memory(tmp_path):
     """20,000-word texts in a subprocess limited to 6 GiB of address space: read whole, the three token-level
     metrics refuse before the model runs (they would need 5+ GiB per matrix); the others, and MoverScore at its
-    default (the first window), score."""
+    default (the first window), score. A fresh process under a memory limit: a system test; a plain run checks the
+    refusal in this process (below)."""
     from .helpers import data_path
 
     docs = data_path("summeval/summeval_docs.jsonl")
@@ -337,3 +339,24 @@ def test_huge_texts_fail_early_or_fit_in_memory(tmp_path):
     for metric in ("sms", "s_wms", "delta_bleu", "moverscore:truncate"):
         kind, value, _ = out[metric]
         assert kind == "score" and math.isfinite(value), out[metric]
+
+
+def test_huge_texts_are_refused_before_the_model_runs(monkeypatch, embedded):
+    """The refusal of the test above in this process, at a four-hundredth of the limit and a twentieth of the
+    words (the same ratio of a pair's transport entries to the limit): the three token-level metrics name the limit
+    before the encoder sees a text. The memory limit and the metrics that score are the system test above."""
+    from movers.text import guards
+
+    from .helpers import real_pairs
+
+    monkeypatch.setattr(guards, "MAX_TRANSPORT_ENTRIES", guards.MAX_TRANSPORT_ENTRIES // 400)
+    hyps, refs = real_pairs("summeval")
+    words = " ".join(hyps + refs).split()
+    assert len(words) > 2_000
+    a, b = " ".join(words[:1_000]), " ".join(words[1_000:2_000])
+    for metric, (p, r) in (("moverscore", (a, b)), ("lazy_emd", (a, b)), ("twmd", (a, "The cat sat."))):
+        with pytest.raises(ValueError, match=r"above the limit movers\.text\.guards\.MAX_TRANSPORT_ENTRIES"), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # TWMD's batch centring on one segment: not this test
+            getattr(movers, metric)([p], [r], long_texts="window")
+    assert embedded == []

@@ -73,6 +73,32 @@ def _count(slug: str, preds: list[str], refs: list[str], model: str) -> tuple[in
     return operations(fn, preds, refs, model=model, transport_threads=1)
 
 
+def test_operation_counts_are_those_of_the_profilers_own_event_list(small_encoder, monkeypatch):
+    """The counts read the profiler's records directly (shared.bench.gpu); here they are taken from torch's own
+    ``prof.events()`` instead, with the same rule (``aten::`` events outside the encoder's forward pass): equal, on a
+    call whose solver iterates in torch (operations nested in one of their own name, which prof.events() merges)."""
+    import bisect
+
+    from movers.core.transport import unbalanced
+    from movers.text.embedding import FORWARD_LABEL
+    from shared.bench.gpu import COPIES, _operations, _profiled
+
+    monkeypatch.setattr(unbalanced, "_HOST_NUMPY", False)
+    preds, refs = _pairs(64)
+    movers.lazy_emd(preds[:2], refs[:2], model=small_encoder)
+    prof = _profiled(movers.lazy_emd, preds, refs, model=small_encoder, transport_threads=1)
+    events = prof.events()
+    spans = sorted((e.time_range.start, e.time_range.end) for e in events if e.name == FORWARD_LABEL)
+    starts = [start for start, _ in spans]
+    want: Counter = Counter()
+    for e in events:
+        k = bisect.bisect_right(starts, e.time_range.start) - 1
+        if e.name.startswith("aten::") and not (k >= 0 and e.time_range.end <= spans[k][1]):
+            want[e.name] += 1
+    assert spans and want["aten::sum"] > 0
+    assert _operations(prof) == (sum(want.values()), sum(want[name] for name in COPIES), want)
+
+
 @pytest.mark.parametrize("slug", METRICS)
 def test_operations_and_copies_grow_with_batches_not_texts(slug, small_encoder):
     """64 and 640 pairs of mixed lengths: ten times the pairs costs at most five times the operations and the

@@ -141,9 +141,12 @@ def test_demo_prints_scores_and_signature(capsys):
     assert default == pytest.approx([0.599499, 0.538932, -0.15309], abs=1e-4)  # PyPI 1.0.3, originals.md §8.3
 
 
+@pytest.mark.system
 def test_demo_command_starts_with_its_scores(tmp_path):
     """The README's first command: its first line is a score, with no evaluate message that reads as a failure
-    ("... couldn't be found ... on the Hugging Face Hub"), in a fresh HF_HOME."""
+    ("... couldn't be found ... on the Hugging Face Hub"), in a fresh HF_HOME. A fresh process in a fresh Hugging
+    Face home: a system test; a plain run compares the demo's output with docs/getting-started.md's
+    (tests/test_docs.py)."""
     import os
     import subprocess
     import sys
@@ -601,10 +604,12 @@ def test_validation_plot_draws_every_encoder(tmp_path):
     assert f"](../cards/{PLOT})" in (REPO / PAGE).read_text(encoding="utf-8")  # docs/ -> cards/
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_validation_figures_recompute(tmp_path):
     """The saved MiniLM figures come from this code: STS-B test (1,379 pairs, the cheapest full set) rescored
-    with BERTScore F1 and TWMD gives the saved segment-level values and paired difference."""
+    with BERTScore F1 and TWMD gives the saved segment-level values and paired difference. A study on a whole data
+    set: a system test."""
     data_path("stsb")
     from shared.bench.suite import run_suite
     from shared.bench.validation import load_results

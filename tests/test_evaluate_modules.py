@@ -92,8 +92,11 @@ def test_module_doctests(name, monkeypatch):
     assert results.attempted > 1, f"{name}: fewer than two doctest lines"
 
 
+@pytest.mark.system
 def test_registered_bare_name_loads_offline_in_a_new_process(tmp_path):
-    """`import movers` registers the modules; a process that never imports movers then loads by name."""
+    """`import movers` registers the modules; a process that never imports movers then loads by name. Four fresh
+    processes, three of them importing evaluate (a minute of CPU): a system test; a plain run checks the load in
+    this process (below)."""
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_EVALUATE_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("MOVERS_NO_AUTOREGISTER", None)
     env.pop("HF_MODULES_CACHE", None)
@@ -119,6 +122,23 @@ def test_registered_bare_name_loads_offline_in_a_new_process(tmp_path):
     assert out.stdout.strip() == "done"
     notices = [line for line in out.stderr.splitlines() if "Using the latest cached version" in line]
     assert len(notices) == 1 and "evaluate-metric--bleu" in notices[0], out.stderr
+
+
+def test_registered_bare_names_load_here_silently_and_other_notices_pass(caplog):
+    """In this process (movers imported, offline, the suite's fresh HF_HOME, where `import movers` registered the
+    modules): a bare name loads movers' module without evaluate's "Using the latest cached version" notice, which
+    still passes for another module. The fresh processes, and evaluate's error before registration, are the system
+    test above."""
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="evaluate.loading"):
+        module = evaluate.load("moverscore")
+        evaluate.load("twmd")
+        logging.getLogger("evaluate.loading").warning("Using the latest cached version of the module from "
+                                                      "x/evaluate-metric--bleu/y since it could not be found")
+    assert module.name == "moverscore" and type(module).__module__.split(".")[-1] == "moverscore"
+    notices = [r.getMessage() for r in caplog.records if "Using the latest cached version" in r.getMessage()]
+    assert len(notices) == 1 and "evaluate-metric--bleu" in notices[0], notices
 
 
 @pytest.mark.parametrize("name", MODULES)

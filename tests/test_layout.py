@@ -107,24 +107,56 @@ def test_the_longest_first_order_names_test_files():
     assert LONGEST_FIRST and all((REPO / "tests" / name).is_file() for name in LONGEST_FIRST), LONGEST_FIRST
 
 
-@pytest.mark.parametrize("args,kept", [((), "other"), (("-m", "system"), "system"),
-                                       (("--with-system-tests",), "both"), (("-m", "system or not system"), "both")])
-def test_a_plain_run_leaves_out_the_system_tests_and_the_marker_selects_them(args, kept):
-    """On test_sharded.py (torchrun tests marked `system` beside in-process ones): a run without -m collects only
-    the unmarked tests, `-m system` only the marked ones, and `--with-system-tests` or an expression that names
-    both, both."""
+COLLECTIONS = [((), "other"), (("-m", "system"), "system"), (("--with-system-tests",), "both"),
+               (("-m", "system or not system"), "both")]
+_SHARDED = "tests/test_sharded.py"
+
+# the four collections in one pytest process (pytest.main once each): the process's start and imports are most of
+# a collection's time
+_COLLECT = """
+import json, sys
+import pytest
+
+class Ids:
+    def pytest_collection_finish(self, session):
+        self.ids = [item.nodeid for item in session.items]
+
+runs = []
+for args in json.loads(sys.argv[1]):
+    ids = Ids()
+    code = pytest.main(["--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider", *args, sys.argv[2]], plugins=[ids])
+    runs.append([int(code), getattr(ids, "ids", [])])
+print("COLLECTED " + json.dumps(runs))
+"""
+
+
+@pytest.fixture(scope="module")
+def collected() -> dict[tuple[str, ...], tuple[int, list[str]]]:
+    """{args: (exit status, the collected test ids)} of each run of COLLECTIONS on test_sharded.py."""
+    import json
     import subprocess
     import sys
 
-    path = "tests/test_sharded.py"
-    tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+    run = subprocess.run([sys.executable, "-c", _COLLECT, json.dumps([list(a) for a, _ in COLLECTIONS]), _SHARDED],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    line = next(line for line in run.stdout.splitlines() if line.startswith("COLLECTED "))
+    return {args: tuple(done) for (args, _), done in zip(COLLECTIONS, json.loads(line[len("COLLECTED "):]),
+                                                           strict=True)}
+
+
+@pytest.mark.parametrize("args,kept", COLLECTIONS)
+def test_a_plain_run_leaves_out_the_system_tests_and_the_marker_selects_them(args, kept, collected):
+    """On test_sharded.py (torchrun tests marked `system` beside in-process ones): a run without -m collects only
+    the unmarked tests, `-m system` only the marked ones, and `--with-system-tests` or an expression that names
+    both, both."""
+    tree = ast.parse((REPO / _SHARDED).read_text(encoding="utf-8"))
     marked = {f.name for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")
               and any(ast.unparse(d) == "pytest.mark.system" for d in f.decorator_list)}
     names = {f.name for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")}
     assert marked and names - marked
-    run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
-                          *args, path], cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    collected = {line.split("::")[1].split("[")[0] for line in run.stdout.splitlines() if line.startswith(path + "::")}
+    status, ids = collected[args]
+    assert status == 0, (args, status)
+    got = {nodeid.split("::")[1].split("[")[0] for nodeid in ids if nodeid.startswith(_SHARDED + "::")}
     want = {"other": names - marked, "system": marked, "both": names}[kept]
-    assert collected == want, (args, sorted(collected ^ want))
+    assert got == want, (args, sorted(got ^ want))

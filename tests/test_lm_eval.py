@@ -107,10 +107,13 @@ def readme_lm_eval_command() -> str:
     return " ".join(re.search(r"```bash\n(lm-eval run .*?)```", section, re.S).group(1).replace("\\\n", " ").split())
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_the_readme_command_runs_the_shipped_task_template(tiny_model, tmp_path):
     """`lm-eval run ... --include_path "$(movers lm-eval tasks)"`: the template's `!function utils.movers_<slug>`
-    entries import movers' task folder shim, which registers the metrics; no Python written by the user."""
+    entries import movers' task folder shim, which registers the metrics; no Python written by the user. The
+    harness's own command end to end (a minute of CPU): a system test; in a plain run the template and its shim run
+    in this process (test_a_copied_task_reads_its_data_beside_it_from_any_working_directory)."""
     _data(tmp_path, "movers_template.jsonl")
     command = readme_lm_eval_command().replace("MODEL", str(tiny_model)) + " --device cpu"
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))

@@ -184,15 +184,15 @@ def test_windows_without_overlap_are_separate_forward_passes():
 def test_a_long_call_prints_no_tokenizer_length_warning():
     """transformers warns once per tokenizer that ids longer than the model's 512 positions "will result in
     indexing errors"; movers tokenises whole texts but never feeds the model more than a window, so a 2,000-word
-    call (in a fresh process, where the warning has not been spent yet) prints nothing of the kind."""
-    import subprocess
-    import sys
+    call (in a process of its own, forked before any tokenizer was made, so the warning has not been spent yet)
+    prints nothing of the kind."""
+    from .support.cli_process import run_python
 
     code = ("import movers\n"
             "words = ' '.join(['The committee approved the new budget after a long debate on Friday.'] * 180)\n"
             "assert len(words.split()) == 2160\n"
             "print(round(movers.moverscore([words], [words[:4000]]).scores[0], 3))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = run_python(code, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     text = out.stdout + out.stderr
     assert "sequence length is longer" not in text and "indexing errors" not in text, text[-2000:]

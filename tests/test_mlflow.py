@@ -1,5 +1,5 @@
-"""movers.integrations.harnesses.mlflow in real ``mlflow.models.evaluate`` runs (offline: a sqlite tracking store in the
-test's folder, telemetry off by tests/conftest.py).
+"""movers.integrations.harnesses.mlflow in real ``mlflow.models.evaluate`` runs (offline: a sqlite tracking store shared by
+this file's tests, one run each, telemetry off by tests/conftest.py).
 
 ``result.metrics`` holds the corpus score, equal to a direct ``movers.<slug>`` call on the same columns, the eval
 table the per-row scores of that call, the run the signature; TWMD's and per-call IDF's corpus scores differ
@@ -26,10 +26,17 @@ REFERENCES = ["A cat was sitting on the mat.", "The dog was barking at the mailm
               "My friend returned late.", "The train departed from the station early."]
 
 
+@pytest.fixture(scope="module")
+def database(tmp_path_factory):
+    """One sqlite tracking store for the file's runs (a new store migrates its schema: a second per test); each test
+    reads back its own run."""
+    return tmp_path_factory.mktemp("mlflow") / "mlflow.db"
+
+
 @pytest.fixture()
-def store(tmp_path, monkeypatch):
+def store(database, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    mlflow.set_tracking_uri(f"sqlite:///{database}")
     yield tmp_path
     mlflow.set_tracking_uri(None)
 

@@ -267,11 +267,13 @@ print(json.dumps({"direct": direct, "added": added,
 """
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_a_broken_hf_home_still_scores_and_says_where(tmp_path):
     """HF_HOME is a file (as broken as it gets; root ignores read-only modes): import movers says once that it
     cannot register, movers.load builds the module in memory, added examples stay in memory; `movers register`
-    answers in one line."""
+    answers in one line. HF_HOME is read when evaluate is imported, so each step is a fresh process: a system
+    test; a plain run checks the registration's two answers in this process (below)."""
     broken = tmp_path / "hf-home"
     broken.write_text("not a folder")
     env = _env(HF_HOME=str(broken))
@@ -291,6 +293,29 @@ def test_a_broken_hf_home_still_scores_and_says_where(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "movers", "register"], capture_output=True, text=True, env=env,
                           timeout=300, cwd=tmp_path)
     line = one_line_error(proc, prefix="movers register: error: ")
+    assert str(broken) in line
+
+
+def test_a_modules_folder_below_a_file_warns_once_and_register_says_where(tmp_path, monkeypatch, capsys):
+    """The broken HF_HOME of the test above, in this process: the registration's folder lies below a regular file;
+    the import's registration warns once, in one line naming the folder, and `movers register` answers in one line
+    naming it (through the same main() as the console script)."""
+    from movers.cli import main
+
+    broken = tmp_path / "hf-home"
+    broken.write_text("not a folder")
+    monkeypatch.delenv("MOVERS_NO_AUTOREGISTER", raising=False)
+    monkeypatch.setattr(hub, "_cache_root", lambda _=None: broken / "modules")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hub.autoregister()
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "\n" not in messages[0], messages
+    assert messages[0].startswith(f"movers: could not register the evaluate modules in {broken / 'modules'}")
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # main() sets its one-line form
+    status = main(["register"])
+    out, err = capsys.readouterr()
+    line = one_line_error(subprocess.CompletedProcess([], status, out, err), prefix="movers register: error: ")
     assert str(broken) in line
 
 
@@ -323,8 +348,27 @@ def test_a_full_disk_leaves_no_temporary_file_and_warns_once(tmp_path, monkeypat
     assert not [p for p in (tmp_path / "modules").rglob("*") if p.name.startswith(".movers-")]
 
 
+def test_a_truncated_registered_script_is_rewritten_by_the_registration(tmp_path, monkeypatch):
+    """The repair of the test below, in this process: a registered copy cut in half is not a current registration,
+    and the registration that `import movers` runs writes it whole again."""
+    monkeypatch.delenv("MOVERS_NO_AUTOREGISTER", raising=False)
+    monkeypatch.setattr(hub, "_cache_root", lambda _=None: tmp_path / "modules")
+    hub.autoregister()
+    assert hub.is_registered()
+    scripts = sorted((tmp_path / "modules" / "evaluate_modules" / "metrics").glob("*--delta_bleu/*/delta_bleu.py"))
+    whole = (Path(movers.module_dir("delta_bleu")) / "delta_bleu.py").read_bytes()
+    assert scripts
+    scripts[0].write_bytes(whole[: len(whole) // 2])
+    assert not hub.is_registered()
+    hub.autoregister()
+    assert hub.is_registered() and scripts[0].read_bytes() == whole
+
+
+@pytest.mark.system
 @pytest.mark.slow
 def test_a_truncated_registered_script_is_repaired_on_import(tmp_path):
+    """Fresh processes in a fresh HF_HOME (the registration of `import movers`, then evaluate's load by name): a
+    system test; a plain run checks the repair in this process (above)."""
     home = tmp_path / "hf"
     env = _env(HF_HOME=str(home))
     env.pop("HF_MODULES_CACHE", None)

@@ -2,6 +2,7 @@
 the docs give (``python -m shared.bench docs --build``, at the checkout's root) and with MkDocs' own
 (``mkdocs build``, there too), a planted broken link or anchor fails that build, the same command serves it
 locally, and the API reference names every public name and every option of every metric, from the declarations.
+A plain run builds the site once; the other builds and the server are system tests (tests/conftest.py).
 
 The examples on the pages run in tests/test_docs.py; the built pages are checked here.
 """
@@ -152,9 +153,11 @@ PLANTED = {  # a broken link of each kind, planted in a page: what the strict bu
 }
 
 
+@pytest.mark.system
 def test_a_broken_internal_link_fails_the_build(tmp_path):
     """One build of a copy with a broken link of each kind planted: the strict build fails and names every one
-    (a kind it let through would be missing from its output)."""
+    (a kind it let through would be missing from its output). A second whole build: a system test, as are the
+    server and MkDocs' own command below; a plain run builds the site once (the `site` fixture), in strict mode."""
     repo = _copy_of_the_sources(tmp_path)
     page = repo / "docs" / "getting-started.md"
     page.write_text(page.read_text(encoding="utf-8") + "".join(f"\nSee {link}.\n" for link in PLANTED),
@@ -258,6 +261,7 @@ def test_include_inserts_a_section_with_its_links_re_pointed(tmp_path):
     assert got == "Intro\n\nRun [it](cli.md).\n\n```bash\n# not a heading\n```\n\nEnd\n"
 
 
+@pytest.mark.system
 def test_the_docs_command_serves_the_site_offline(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -280,6 +284,7 @@ def test_the_docs_command_serves_the_site_offline(tmp_path):
         proc.wait(timeout=60)
 
 
+@pytest.mark.system
 def test_mkdocs_own_command_builds_the_site_at_the_checkout_root(tmp_path):
     """`mkdocs build` as a reader or a documentation host types it, at the checkout's root: MkDocs loads
     docs/hooks.py by its path, with neither the current directory nor the checkout's root on sys.path (only

@@ -101,7 +101,8 @@ def test_speed_of_a_metric_without_an_original_times_it_beside_the_floor(tmp_pat
 
 
 @pytest.mark.parametrize("metric, options", [
-    pytest.param("moverscore", ["--refs", "3", "--systems", "2"], marks=pytest.mark.slow),  # imports the original
+    # imports the original and bert-score, and times both beside movers (most of a minute): a system test
+    pytest.param("moverscore", ["--refs", "3", "--systems", "2"], marks=[pytest.mark.slow, pytest.mark.system]),
     ("sms", ["--n", "2", "--long", "4", "--repeat", "1"]),
     ("lazy_emd", ["--pairs", "3", "--repeat", "1", "--no-plain"]),
 ])
@@ -170,9 +171,11 @@ def test_scale_reports_every_size_and_the_throughput(tmp_path, capsys):
     assert {"call", "call_2x", "stream_1x", "stream_2x"} <= set(row) and row["pairs_per_s_1p"] > 0
 
 
+@pytest.mark.system
 @pytest.mark.slow
 def test_scale_reports_flat_memory_for_a_streamed_metric(tmp_path, monkeypatch):
-    """Peak memory is a process's own: each measurement in a fresh process, on the real WMT15/16 pairs."""
+    """Peak memory is a process's own: each measurement in a fresh process, on the real WMT15/16 pairs (a system
+    test; a plain run checks the study's code in this process, above)."""
     monkeypatch.setenv("MOVERS_DATA", str(data_path("wmt15_16_da_seg_toen").parent))
     out = subprocess.run([sys.executable, "-m", "shared.bench", "scale", "--metric", "delta_bleu", "--base", "50",
                           "--sizes", "1,20", "--block-size", "25", "--processes", "", "--no-bertscore",

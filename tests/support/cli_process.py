@@ -12,8 +12,8 @@ command's are.
 
 What the fork server cannot give a command is a different environment at import time: a call whose environment
 changes a variable that libraries read when they are imported (the Hugging Face and transformers variables, the
-instruction-set and thread variables, PYTHONPATH, ...) runs as ``python -m movers`` instead, as do the tests
-that check the real command itself (``real=True``).
+instruction-set and thread variables, a PYTHONPATH folder that this process does not import from already, ...)
+runs as ``python -m movers`` instead, as do the tests that check the real command itself (``real=True``).
 """
 from __future__ import annotations
 
@@ -27,6 +27,12 @@ from pathlib import Path
 IMPORT_TIME = ("HF_", "TRANSFORMERS_", "HUGGINGFACE_", "MKL_", "ONEDNN_", "ATEN_", "OMP_", "KMP_", "PYTHONPATH",
                "PYTHONHOME", "TORCH", "CUDA", "XDG_", "MOVERS_NO_AUTOREGISTER")
 """Prefixes of the variables read when libraries are imported; the thread counts are applied per command."""
+SET_BY_LIBRARIES = ("KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK", "TORCHINDUCTOR_CACHE_DIR", "HF_XET_HIGH_PERFORMANCE",
+                    "HF_HUB_ENABLE_HF_TRANSFER")
+"""Variables that libraries set on themselves in the process that imports or uses them (scikit-learn, which POT
+imports, the first two; torch's compiler its default folder; lm-eval, on import, the Hub's download settings, which
+an offline run never reads): the tests' process gains them as it collects and runs, and a command that asks for
+none of them runs as it would without them. No test asks for them."""
 
 _CONTEXT: multiprocessing.context.ForkServerContext | None = None
 _SERVER_ENV: dict[str, str] = {}
@@ -43,11 +49,23 @@ def _context() -> multiprocessing.context.ForkServerContext:
     return _CONTEXT
 
 
+def _new_paths(value: str | None) -> list[str]:
+    """The folders of a PYTHONPATH value that this process (and so the fork server, which has its ``sys.path``) does
+    not import from already: neither on ``sys.path`` nor the folder holding the movers imported here (an editable
+    install finds it without a ``sys.path`` entry; the tests put a checkout's ``shared/`` on their commands' path)."""
+    import movers
+
+    known = {os.path.realpath(p or os.curdir) for p in sys.path}
+    known.add(os.path.realpath(Path(movers.__file__).parents[1]))
+    return [p for p in (value or "").split(os.pathsep) if p and os.path.realpath(p) not in known]
+
+
 def _differs_at_import(env: dict[str, str]) -> bool:
     server = _SERVER_ENV or os.environ
     keys = set(env) | set(server)
-    return any(env.get(k) != server.get(k) for k in keys
-               if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") and k.startswith(IMPORT_TIME))
+    return any(_new_paths(env.get(k)) != _new_paths(server.get(k)) if k == "PYTHONPATH" else env.get(k) != server.get(k)
+               for k in keys if k.startswith(IMPORT_TIME) and k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                                                         *SET_BY_LIBRARIES))
 
 
 def _child(kind: str, payload: str, argv: list[str], env: dict[str, str], cwd: str,
