@@ -115,27 +115,25 @@ def cli_options(spec: MetricSpec) -> dict[str, str]:
 
 
 def add_lang_argument(parser: argparse.ArgumentParser) -> None:
-    """``-l/--lang``: the language of the texts, a code (``de``) or sacreBLEU's ``src-tgt`` pair (the target
-    counts)."""
+    """``-l/--lang``: the language of the texts, a code (``de``), a language tag (``de-DE``) or sacreBLEU's
+    ``src-tgt`` pair (the target counts); :func:`movers.text.languages.language_code` tells them apart."""
     parser.add_argument("-l", "--lang", default=None, metavar="LANG",
-                        help="the language of the texts: an ISO 639-1 code (de, zh, ...) or, as sacreBLEU's "
-                             "-l, a pair src-tgt whose target counts (en-de: German); sets every metric's `lang` "
-                             "(default: en)")
+                        help="the language of the texts: an ISO 639-1 code (de, zh, ...), a language tag (de-DE, "
+                             "pt_BR, zh-Hans: its language counts) or, as sacreBLEU's -l, a pair src-tgt in lower "
+                             "case whose target counts (en-de: German); sets every metric's `lang` (default: en)")
 
 
 def lang_options(spec: str | None) -> list[str]:
-    """The ``--opt`` items ``-l/--lang`` stands for (before the explicit ones, which win); a code movers does not
+    """The ``--opt`` items ``-l/--lang`` stands for (before the explicit ones, which win); a language movers does not
     support is a :class:`UsageError` naming ``--lang``."""
     if spec is None:
         return []
-    from ..text.languages import language, target_language
+    from ..text.languages import target_language
 
-    code = target_language(spec)
     try:
-        language(code, "--lang")
+        return [f"lang={target_language(spec)}"]
     except ValueError as err:
-        raise UsageError(str(err).replace("`lang`", f"{spec!r}: the target language")) from None
-    return [f"lang={code}"]
+        raise UsageError(str(err)) from None
 
 
 def parse_options(items: Sequence[str], slugs: Sequence[str]) -> dict[str, dict[str, Any]]:
