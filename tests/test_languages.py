@@ -295,7 +295,8 @@ def test_a_tag_scores_and_signs_as_its_language():
     for tag in ("zh-Hans", "zh_CN", "ZH"):
         out = movers.delta_bleu([prediction], [[reference]], lang=tag)
         assert out.score == pytest.approx(want.score, abs=1e-9)
-        assert out.signature.get("lang") == "zh" and out.signature.get("tok") == BLEU(trg_lang="zh").tokenizer.signature()
+        assert out.signature.get("lang") == "zh"
+        assert out.signature.get("tok") == BLEU(trg_lang="zh").tokenizer.signature()
     assert movers.delta_bleu(["A cat."], [["A cat."]], lang="en-GB").signature.get("lang") is None  # English
 
 

@@ -35,7 +35,8 @@ from typing import Literal
 from ..core import cache as _cache
 
 __all__ = ["DEFAULT_LANG", "PunctuationRule", "Language", "DefaultEncoder", "language", "languages", "language_code",
-           "target_language", "TAG_SEPARATORS", "TERMINATORS", "SCRIPT_TERMINATORS", "CJK_TERMINATORS", "is_punctuation", "is_word"]
+           "target_language", "TAG_SEPARATORS", "TERMINATORS", "SCRIPT_TERMINATORS", "CJK_TERMINATORS",
+           "is_punctuation", "is_word"]
 
 PunctuationRule = Literal["ascii", "unicode"]
 
