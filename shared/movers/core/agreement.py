@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["LEVELS", "STATISTICS", "ACCURACY", "RESAMPLES", "SEED", "CONFIDENCE", "MIN_POINTS", "Layout",
            "GroupResult", "LevelResult", "level_correlations", "rowwise", "pairwise_accuracy", "interval",
@@ -125,6 +124,8 @@ def rowwise(x: np.ndarray, y: np.ndarray, statistic: str) -> np.ndarray:
     if statistic == "kendall":
         return np.array([_kendall(a, b) for a, b in zip(x, y, strict=True)])
     if statistic == "spearman":
+        from scipy import stats  # here: `movers correlate --help` reads this module's constants
+
         x, y = stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1)
     elif statistic != "pearson":
         raise ValueError(f"correlate: unknown statistic {statistic!r}; choose from {[*STATISTICS, ACCURACY]}.")
@@ -138,6 +139,8 @@ def _kendall(a: np.ndarray, b: np.ndarray) -> float:
     """Kendall's tau-b; NaN (no warning) when a side is constant."""
     if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
+    from scipy import stats
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(stats.kendalltau(a, b)[0])
@@ -277,6 +280,8 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
     if den <= 0:  # identical metrics (r23 = 1): no difference to test
         return float("nan"), float("nan")
     t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23)) / math.sqrt(den)
+    from scipy import stats
+
     return t, float(stats.t.sf(t, n - 3))
 
 

@@ -148,10 +148,10 @@ def languages() -> tuple[str, ...]:
 
 TAG_SEPARATORS = "-_"
 """What separates a tag's subtags: BCP-47's hyphen, and the underscore of locale names (``pt_BR``, mBART's
-``en_XX``, NLLB's ``deu_Latn``)."""
+``en_XX``)."""
 
 _SUBTAG = re.compile(r"[A-Za-z0-9]{1,8}")
-_LANGUAGE = re.compile(r"[A-Za-z]{2,3}")
+_LANGUAGE = re.compile(r"[A-Za-z]{2,3}")  # a pair's source or target may be a three-letter code (en-liv)
 _PAIR = re.compile(r"[a-z]{2,3}")
 _REGION = re.compile(r"[A-Z]{2}|[0-9]{3}")
 _SCRIPT_OR_VARIANT = re.compile(r"[A-Za-z]{4}|[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}|[A-Za-z0-9]")
@@ -164,8 +164,8 @@ def language_code(value: object, name: str = "movers", *, pairs: bool = False, a
     by its language, the first subtag:
 
     * subtags are separated by "-" or "_" (``de-DE``, ``pt_BR``); the language's case does not matter (``DE``);
-    * the language is a two-letter ISO 639-1 code, or a code that spaCy reads as one (its ``LANG_ALIASES``: ISO
-      639-2/3 ``deu`` and ``ger``, the withdrawn ``iw``, ...);
+    * the language is a two-letter ISO 639-1 code, as BCP-47 writes every language that has one; a three-letter
+      code (``deu``) is refused, naming the supported codes;
     * the second subtag tells a tag from sacreBLEU's ``-l src-tgt`` pair: a script (four letters: ``zh-Hans``,
       ``sr-Latn``), a region (two capital letters or three digits: ``de-DE``, ``pt-BR``, ``es-419``), a variant
       (five to eight characters, or a digit and three: ``de-DE-1996``) or a one-character extension (``en-x-...``)
@@ -201,29 +201,10 @@ def language_code(value: object, name: str = "movers", *, pairs: bool = False, a
         raise ValueError(f"{subject} {value!r} is ambiguous: a language tag writes its region in capitals ('de-DE'), "
                          f"its script in four letters ('zh-Hans'); a language pair (the command line's -l src-tgt) is "
                          f"in lower case ('en-de').")
-    primary = subtags[0].lower()
-    code = primary if primary in supported else _spacy_aliases().get(primary)
+    code = subtags[0].lower()
     if code not in supported:
-        raise refuse(f" (language {primary!r})" if len(subtags) > 1 else "")
+        raise refuse(f" (language {code!r})" if len(subtags) > 1 else "")
     return code
-
-
-def _spacy_aliases() -> dict[str, str]:
-    """spaCy's other names of its languages (``spacy.util.LANG_ALIASES``: "deu" -> "de"), read from the installed
-    spaCy's source, not imported (``import spacy.util`` takes seconds: thinc, torch)."""
-    def read() -> dict[str, str]:
-        import ast
-
-        spec = importlib.util.find_spec("spacy")
-        assert spec is not None and spec.submodule_search_locations, "spaCy is a dependency of movers"
-        tree = ast.parse((Path(next(iter(spec.submodule_search_locations))) / "util.py").read_text(encoding="utf-8"))
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "LANG_ALIASES" for t in node.targets):
-                table = ast.literal_eval(node.value)
-                return {alias: code for code, aliases in table.items() for alias in aliases}
-        return {}
-
-    return _cache.cached(("language aliases",), read)
 
 
 def language(code: object, name: str = "movers") -> Language:
