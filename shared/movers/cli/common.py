@@ -90,6 +90,8 @@ def guarded(prog: str, run: Callable[[list[str]], int], argv: Sequence[str] | No
     try:
         return run(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as stop:
+        if isinstance(stop.code, str):  # sys.exit("message"), as Python prints it
+            print(one_line(stop.code), file=sys.stderr)
         return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     except UsageError as e:
         return fail(str(e), 2)
