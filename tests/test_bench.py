@@ -65,7 +65,7 @@ def test_the_study_command_lists_every_study_once(capsys):
     assert proc.returncode == 0, proc.stderr
     listed = [line.split()[0] for line in proc.stdout.splitlines()[2:]]
     assert listed == list(STUDIES) == ["correlation", "correlate-scale", "suite", "validation", "long-texts", "speed",
-                                       "gpu", "scale", "systems", "ray", "baselines", "docs", "cards"]
+                                       "cold-start", "gpu", "scale", "systems", "ray", "baselines", "docs", "cards"]
     assert "usage: python -m shared.bench STUDY [options]" in proc.stdout
     section = (REPO / "docs" / "development.md").read_text(encoding="utf-8").split("## Running the studies\n")[1]
     assert re.findall(r"^\| `([a-z-]+)` \|", section.split("\n## ")[0], re.M) == list(STUDIES)  # its table
@@ -652,3 +652,31 @@ def test_the_pages_show_saved_runs_as_the_commands_report_them(page):
             want = systems.render(saved)
         assert want.strip("\n") == block.group("body").strip("\n"), (
             f"docs/{page}: the block differs from {block.group('json')}; rewrite it from the command's --render")
+
+
+def test_cold_start_times_each_command_in_rounds_and_reports_ratios_to_the_floor(capsys, tmp_path):
+    """The study's rounds and report, with a runner that stands in for the processes: every command of every
+    round is run, and the ratios are the medians' (and minima's) quotients, checked against the goals."""
+    from movers.cli import COMMANDS
+    from shared.bench import cold_start
+
+    seconds = {"floor": [8.0, 9.0, 10.0], "score moverscore": [9.0, 12.0, 30.0], "--help": [0.1, 0.2, 0.9]}
+    calls: list[list[str]] = []
+
+    def fake(argv, env):
+        calls.append(list(argv))
+        label = ("floor" if argv[1] == "-c" else "--help" if argv[-1] == "register" else "score moverscore" if "score" in argv and "--help" not in argv
+                 else "--help")
+        return seconds[label][sum(1 for c in calls if c == list(argv)) - 1]
+
+    out = tmp_path / "figures.json"
+    assert cold_start.main(["--metric", "moverscore", "--repeats", "3", "--json", str(out)], run=fake) == 0
+    assert calls[0][-2:] == ["movers", "register"]  # once, untimed
+    assert len(calls) == 1 + 3 * (2 + 1 + len(COMMANDS))
+    figures = json.loads(out.read_text(encoding="utf-8"))["this tree"]
+    assert figures["score moverscore"]["ratio"] == 12.0 / 9.0 and figures["score moverscore"]["ratio_min"] == 9 / 8
+    assert figures["score moverscore"]["goal"] == "over 1.3x" and figures["score --help"]["goal"] == "ok"
+    assert set(figures) == {"floor", "score moverscore", "--help", *(f"{name} --help" for name in COMMANDS)}
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.startswith("score moverscore "))
+    assert row.split() == ["score", "moverscore", "9.00", "12.00", "1.33x", "(1.12x)", "over", "1.3x"]

@@ -16,7 +16,16 @@ import pytest
 
 import movers
 from movers.core import cache as loaded
-from movers.text.languages import DEFAULT_LANG, ENCODERS, MULTILINGUAL, PUNKT, language, languages
+from movers.text.languages import (
+    DEFAULT_LANG,
+    ENCODERS,
+    MULTILINGUAL,
+    PUNKT,
+    language,
+    language_code,
+    languages,
+    target_language,
+)
 from movers.text.models import download_command
 from movers.text.sentences import split_sentences, tokenize_words
 
@@ -248,14 +257,98 @@ def test_signatures_name_the_language_and_its_rules(model):
 
 
 def test_an_unknown_language_is_refused_before_anything_loads(model):
-    languages()
+    languages()  # the table of codes, read once per process
     before = set(loaded._CACHE)
     for slug in ("moverscore", "sms", "twmd", "lazy_emd", "s_wms", "delta_bleu"):
         options = {} if slug == "delta_bleu" else {"embedding" if slug in ("sms", "s_wms") else "model": model}
-        for bad in ("xx", "english", "en-de", 7):
-            with pytest.raises(ValueError, match=rf"{slug}: `lang` must be an ISO 639-1 code .*supported: af, am"):
+        for bad in ("xx", "english", "xx-DE", 7):
+            with pytest.raises(ValueError, match=rf"{slug}: `lang` must be an ISO 639-1 code or a language tag .*"
+                                                 rf"supported: af, am"):
                 getattr(movers, slug)(["Ein Hund."], ["Eine Katze."], lang=bad, **options)
+        with pytest.raises(ValueError, match=rf"{slug}: `lang` 'en-de' is a language pair, the command line's -l "
+                                             rf"src-tgt form; pass the target language, 'de'"):
+            getattr(movers, slug)(["Ein Hund."], ["Eine Katze."], lang="en-de", **options)
     assert set(loaded._CACHE) == before
+
+
+# ------------------------------------------------------------------------------------------- language tags
+
+# (tag, its language): the primary language subtag of RFC 5646 (BCP-47); the examples of its appendix A and tags as
+# the Hugging Face Hub, data sets, locales (pt_BR) and mBART (en_XX) write them
+TAGS = [("de", "de"), ("DE", "de"), ("De", "de"), ("de-DE", "de"), ("de_DE", "de"), ("de-CH-1996", "de"),
+        ("zh-Hans", "zh"), ("zh-hans", "zh"), ("zh-Hant-TW", "zh"), ("ZH-HANT", "zh"), ("pt-BR", "pt"),
+        ("pt_BR", "pt"), ("sr-Latn", "sr"), ("sr-Cyrl-RS", "sr"), ("es-419", "es"), ("en-US", "en"), ("en_XX", "en"),
+        ("en-GB-oxendict", "en"), ("sl-rozaj-biske", "sl"), ("de-DE-u-co-phonebk", "de"), ("en-US-x-twain", "en"),
+        ("ja-Jpan-JP", "ja")]
+
+
+@pytest.mark.parametrize("tag,code", TAGS)
+def test_a_language_tag_reads_as_its_language(tag, code):
+    """Also as spaCy reads it, where spaCy reads tags (3.7's ``find_matching_language``, by CLDR matching; 3.8's
+    matches three-letter aliases only and gives None here)."""
+    import spacy.util
+
+    assert language_code(tag) == code and target_language(tag) == code
+    assert language(tag) is language(code)
+    assert spacy.util.find_matching_language(tag) in (None, code)
+
+
+def test_a_tag_scores_and_signs_as_its_language():
+    from sacrebleu.metrics.bleu import BLEU
+
+    prediction, reference = PAIRS["zh"]
+    want = BLEU(trg_lang="zh").corpus_score([prediction], [[reference]])
+    for tag in ("zh-Hans", "zh_CN", "ZH"):
+        out = movers.delta_bleu([prediction], [[reference]], lang=tag)
+        assert out.score == pytest.approx(want.score, abs=1e-9)
+        assert out.signature.get("lang") == "zh"
+        assert out.signature.get("tok") == BLEU(trg_lang="zh").tokenizer.signature()
+    assert movers.delta_bleu(["A cat."], [["A cat."]], lang="en-GB").signature.get("lang") is None  # English
+
+
+def test_the_command_lines_pairs_read_as_sacrebleu_reads_them():
+    """Every language pair of sacreBLEU's test sets: sacreBLEU's command line takes the target as
+    ``langpair.split('-')[1]``; `lang=` refuses a pair, naming that target."""
+    from sacrebleu.utils import get_available_testsets, get_langpairs_for_testset
+
+    pairs = {pair for test_set in get_available_testsets() for pair in get_langpairs_for_testset(test_set)}
+    assert {"en-de", "en-zh", "en-liv", "ru-sah"} <= pairs
+    for pair in sorted(pairs):
+        target = pair.split("-")[1]
+        if target in languages():
+            assert target_language(pair) == target
+            with pytest.raises(ValueError, match=rf"`lang` '{pair}' is a language pair, .* pass the target language, "
+                                                 rf"'{target}'"):
+                language_code(pair)
+        else:
+            with pytest.raises(ValueError, match=rf"--lang must be .*got '{pair}' \(a language pair, src-tgt, whose "
+                                                 rf"target is '{target}'\); supported: af"):
+                target_language(pair)
+    assert target_language("en-pt-BR") == "pt" and target_language("en-zh-Hans") == "zh"  # the target is a tag
+
+
+@pytest.mark.parametrize("bad,said", [
+    ("en-De", "is ambiguous: a language tag writes its region in capitals ('de-DE')"),
+    ("de-DEU", "is ambiguous"),
+    ("xx-DE", "got 'xx-DE' (language 'xx'); supported: af, am"),
+    ("zh-yue", "got 'zh-yue' (a language pair, src-tgt, whose target is 'yue')"),  # the canonical tag is 'yue'
+    ("x-klingon", "got 'x-klingon' (not a language code or tag)"),
+    ("", "got '' (not a language code or tag)"),
+    (" de", "got ' de' (not a language code or tag)"),
+    ("de-", "got 'de-' (not a language code or tag)"),
+    ("de--DE", "(not a language code or tag)"),
+    ("de-DE-toolongsubtag", "(not a language code or tag)"),
+    ("dé", "(not a language code or tag)"),
+    ("mul", "got 'mul'; supported"),  # spaCy's multi-language class is no language
+    ("deu", "got 'deu'; supported"),  # BCP-47 writes German 'de'
+    ("deu_Latn", "got 'deu_Latn' (language 'deu'); supported"),
+])
+def test_ill_formed_ambiguous_and_unknown_tags_are_refused(bad, said):
+    with pytest.raises(ValueError, match=r"^moverscore: `lang` ") as err:
+        language_code(bad, "moverscore")
+    assert said in str(err.value)
+    with pytest.raises(ValueError, match=r"^--lang "):
+        target_language(bad)
 
 
 def test_english_word_vectors_refuse_another_language():
@@ -338,7 +431,8 @@ def test_the_command_line_takes_a_language_or_sacrebleus_pair(model, tmp_path):
     proc = run_movers(["score", "-m", "delta_bleu", "-l", "en-xx", "-r", str(tmp_path / "r.txt"), "-c",
                        str(tmp_path / "h.txt")], env=ENV)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.startswith("movers score: error: --lang: 'en-xx': the target language must be an ISO 639-1")
+    assert proc.stderr.startswith("movers score: error: --lang must be an ISO 639-1 code or a language tag ")
+    assert "got 'en-xx' (a language pair, src-tgt, whose target is 'xx')" in proc.stderr
 
 
 def test_the_language_list_in_an_error_is_the_supported_one():

@@ -371,7 +371,8 @@ def test_movers_lighteval_tasks_prints_the_task_file_or_names_the_extra():
     else:
         assert out.returncode == 2 and "pip install 'movers[lighteval]'" in out.stderr, out.stderr
     usage = subprocess.run([sys.executable, "-m", "movers", "lighteval"], capture_output=True, text=True)
-    assert usage.returncode == 2 and "usage: movers lighteval tasks" in usage.stderr
+    assert usage.returncode == 2 and usage.stderr == ("movers lighteval: error: the following arguments are required: "
+                                                      "tasks (see movers lighteval --help)\n")
 
 
 def test_without_lighteval_the_error_quotes_the_extras_requirement():

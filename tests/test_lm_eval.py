@@ -174,7 +174,8 @@ def test_movers_lm_eval_tasks_prints_the_folder_with_the_shim_and_the_template()
     assert folder == integration.TASKS and (folder / "utils.py").is_file()
     assert (folder / "movers_template.yaml").is_file()
     usage = subprocess.run([sys.executable, "-m", "movers", "lm-eval"], capture_output=True, text=True)
-    assert usage.returncode == 2 and "usage: movers lm-eval tasks" in usage.stderr
+    assert usage.returncode == 2 and usage.stderr == ("movers lm-eval: error: the following arguments are required: "
+                                                      "tasks (see movers lm-eval --help)\n")
 
 
 def test_every_registered_metric_has_a_metric_and_an_aggregation():

@@ -17,6 +17,7 @@ STUDIES: dict[str, str] = {
     "validation": "validation",
     "long-texts": "long_texts",
     "speed": "speed",
+    "cold-start": "cold_start",
     "gpu": "gpu",
     "scale": "scale",
     "systems": "systems",

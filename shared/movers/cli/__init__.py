@@ -3,19 +3,23 @@
 A module per command, and one for what they share: ``score`` (``movers score``; ``tables`` renders several systems'
 tables), ``ray`` (``movers score --ray``, a data set on Ray), ``shard`` (``movers score --shard``, each torchrun
 rank its own lines), ``explain``, ``cache`` and ``correlate`` (agreement with human judgments); ``common`` holds
-the errors, the reading of files, ``--opt`` parsing and the one renderer. ``demo``, ``register``, ``space``,
-``lm-eval`` and ``lighteval`` are a few lines each, here.
-:data:`USAGE` is what ``movers --help`` prints.
+the errors (one line for a user's mistake or a missing resource, a traceback for a bug: the rule is its docstring),
+the parser, the reading of files, ``--opt`` parsing and the one renderer. ``demo``, ``register``, ``space``,
+``lm-eval`` and ``lighteval`` are a few lines each, here. :data:`COMMANDS` declares the subcommands, :data:`USAGE`
+is what ``movers --help`` prints. A parser is built from the declarations without importing torch, transformers or
+POT: a command imports what it runs when it runs it.
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
 import warnings
+from collections.abc import Callable, Sequence
 
-__all__ = ["main", "USAGE"]
+from .common import CommandParser, UsageError, guarded
+
+__all__ = ["main", "USAGE", "COMMANDS"]
 
 USAGE = """movers: optimal-transport metrics for generated text (command line).
 
@@ -46,7 +50,7 @@ DEMO_PAIRS = [
 
 
 def _demo(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="movers demo", description="Score real pairs with evaluate.load('moverscore').")
+    p = CommandParser(prog="movers demo", description="Score real pairs with evaluate.load('moverscore').")
     from .. import metrics as registry
     from ..integrations.hub.loading import module_names
 
@@ -80,7 +84,7 @@ def _demo(argv: list[str]) -> int:
 
 
 def _register(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="movers register",
+    p = CommandParser(prog="movers register",
                                 description="Copy the module scripts into evaluate's cache so that "
                                             "evaluate.load('<slug>') works offline in any process.")
     p.add_argument("names", nargs="*", help="modules (default: all)")
@@ -90,79 +94,106 @@ def _register(argv: list[str]) -> int:
     try:
         written = movers.register(args.names or None)
     except OSError as err:
-        print(f"movers register: error: cannot write {getattr(err, 'filename', None) or 'the module cache'} "
-              f"({err.strerror or err}); set HF_HOME (or HF_MODULES_CACHE) to a writable folder.", file=sys.stderr)
-        return 2
-    except ValueError as err:
-        print(f"movers register: error: {err}", file=sys.stderr)
-        return 2
+        raise UsageError(f"cannot write {getattr(err, 'filename', None) or 'the module cache'} "
+                         f"({err.strerror or err}); set HF_HOME (or HF_MODULES_CACHE) to a writable folder.") from None
     for path in written:
         print(f"registered {path}")
     return 0
 
 
 def _explain(argv: list[str]) -> int:
-    from .explain import main as run
+    from .explain import run
 
     return run(argv)
 
 
 def _score(argv: list[str]) -> int:
-    from .score import main as run
+    from .score import run
 
     return run(argv)
 
 
 def _correlate(argv: list[str]) -> int:
-    from .correlate import main as run
+    from .correlate import run
 
     return run(argv)
 
 
 def _cache(argv: list[str]) -> int:
-    from .cache import main as run
+    from .cache import run
 
     return run(argv)
 
 
 def _space(argv: list[str]) -> int:
-    from ..integrations.spaces.build import main as run
+    p = CommandParser(prog="movers space", description="Build Hugging Face Space folders (upload one with "
+                                                        "`hf upload <org>/<slug> <dir>/<slug> . --repo-type=space`).")
+    sub = p.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="assemble <dir>/<slug>/ for one metric or all six")
+    b.add_argument("slug", help="a metric slug, or 'all'")
+    b.add_argument("dir", help="output folder; each Space goes to <dir>/<slug>/")
+    b.add_argument("--wheel", help="a movers wheel to ship (default: built from the source tree, or packed from "
+                                   "the installed files)")
+    args = p.parse_args(argv)
+    import tempfile
+    from pathlib import Path
 
-    return run(argv)
+    from ..integrations.hub.loading import module_names
+    from ..integrations.spaces.build import build, build_wheel
+
+    slugs = module_names() if args.slug == "all" else [args.slug]
+    try:
+        wheel = Path(args.wheel) if args.wheel else None
+        with tempfile.TemporaryDirectory() as tmp:
+            if wheel is None and len(slugs) > 1:
+                wheel = build_wheel(tmp)
+            for slug in slugs:
+                print(f"built {build(slug, args.dir, wheel=wheel)}")
+    except FileNotFoundError as err:
+        raise UsageError(f"{err.strerror}: {err.filename!r}" if err.filename else str(err)) from None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return 0
+
+
+def _tasks_parser(prog: str, description: str) -> CommandParser:
+    """``movers lm-eval|lighteval tasks``: one action, no option."""
+    p = CommandParser(prog=prog, description=description)
+    p.add_argument("action", choices=["tasks"], metavar="tasks", help="print it")
+    return p
 
 
 def _lm_eval(argv: list[str]) -> int:
-    if argv != ["tasks"]:
-        print("usage: movers lm-eval tasks\n  prints the folder of movers' lm-evaluation-harness task template and its "
-              "utils.py, for `lm-eval run --include_path \"$(movers lm-eval tasks)\" --tasks movers_template ...`",
-              file=sys.stdout if argv in (["-h"], ["--help"]) else sys.stderr)
-        return 0 if argv in (["-h"], ["--help"]) else 2
+    _tasks_parser("movers lm-eval", "Print the folder of movers' lm-evaluation-harness task template and its "
+                                    "utils.py, for `lm-eval run --include_path \"$(movers lm-eval tasks)\" --tasks "
+                                    "movers_template ...`.").parse_args(argv)
     try:
         from ..integrations.harnesses.lm_eval import TASKS
     except ImportError as err:
-        print(f"movers lm-eval: error: {err}", file=sys.stderr)
-        return 2
+        raise UsageError(str(err)) from None
     print(TASKS)
     return 0
 
 
 def _lighteval(argv: list[str]) -> int:
-    if argv != ["tasks"]:
-        print("usage: movers lighteval tasks\n  prints the path of movers' LightEval task file (the task "
-              "movers_template), for `lighteval accelerate MODEL_ARGS \"movers_template|0\" "
-              "--custom-tasks \"$(movers lighteval tasks)\" ...`",
-              file=sys.stdout if argv in (["-h"], ["--help"]) else sys.stderr)
-        return 0 if argv in (["-h"], ["--help"]) else 2
+    _tasks_parser("movers lighteval", "Print the path of movers' LightEval task file (the task movers_template), "
+                                      "for `lighteval accelerate MODEL_ARGS \"movers_template|0\" --custom-tasks "
+                                      "\"$(movers lighteval tasks)\" ...`.").parse_args(argv)
     import importlib.util
 
     from ..integrations import harnesses, missing_extra
 
     if importlib.util.find_spec("lighteval") is None:  # the file imports it; its path alone does not
-        module = "movers.integrations.harnesses.lighteval"
-        print(f"movers lighteval: error: {missing_extra(module, 'lighteval', 'lighteval')}", file=sys.stderr)
-        return 2
+        raise UsageError(missing_extra("movers.integrations.harnesses.lighteval", "lighteval", "lighteval"))
     print(harnesses.LIGHTEVAL_TASKS)
     return 0
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "score": _score, "explain": _explain, "correlate": _correlate, "demo": _demo, "register": _register,
+    "space": _space, "cache": _cache, "lm-eval": _lm_eval, "lighteval": _lighteval}
+"""Every subcommand: ``movers NAME ARGS`` runs ``COMMANDS[NAME](ARGS)`` through :func:`movers.cli.common.guarded`
+(one-line errors; the rule is in :mod:`movers.cli.common`)."""
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -172,7 +203,7 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     print(f"movers: warning: {text}", file=sys.stderr if file is None else file)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (["bench"], ["docs"]):  # they need the repository's data, pages and cards, not only the package
         print(f"movers: error: `movers {argv[0]}` runs from a checkout of the repository, at its root: "
@@ -190,14 +221,12 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"movers {__version__}")
         return 0
-    commands = {"demo": _demo, "register": _register, "score": _score, "explain": _explain, "space": _space,
-                "cache": _cache, "lm-eval": _lm_eval, "lighteval": _lighteval, "correlate": _correlate}
-    if not argv or argv[0] not in commands:
+    if not argv or argv[0] not in COMMANDS:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"movers: error: unknown command {argv[0]!r}; the commands are listed below.", file=sys.stderr)
         print(USAGE)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
-    return commands[argv[0]](argv[1:])
+    return guarded(f"movers {argv[0]}", COMMANDS[argv[0]], argv[1:])
 
 
 if __name__ == "__main__":

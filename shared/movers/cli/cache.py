@@ -5,12 +5,11 @@
 """
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Sequence
 
 from ..text.embedding_cache import CACHE_ENV, EmbeddingCache
-from .common import UsageError, guarded
+from .common import CommandParser, UsageError, guarded
 
 __all__ = ["main"]
 
@@ -18,8 +17,7 @@ PROG = "movers cache"
 
 
 def run(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog=PROG, description="Show or empty an embedding cache folder (see "
-                                                       "`movers score --cache`).")
+    p = CommandParser(prog=PROG, description="Show or empty an embedding cache folder (see `movers score --cache`).")
     p.add_argument("action", choices=["info", "clear"])
     p.add_argument("--cache", metavar="DIR", default=None,
                    help=f"the cache folder (default: the {CACHE_ENV} environment variable)")

@@ -1,8 +1,25 @@
-"""What the ``movers`` commands share: their one-line errors, reading text files, ``--opt`` parsing, scoring texts
-with several metrics, and rendering what ``movers score`` prints.
+"""What the ``movers`` commands share: their errors, their parser, reading text files, ``--opt`` parsing, scoring
+texts with several metrics, and rendering what ``movers score`` prints.
 
-Every problem with a command's input is a :class:`UsageError`, printed by :func:`guarded` as one line on stderr
-(``<prog>: error: ...``) with exit status 2.
+Errors. Every command runs through :func:`guarded`, which decides what a failure prints. A user's mistake or a
+missing resource is one line on stderr, ``<prog>: error: <message>``, and nothing on stdout; a traceback is kept
+for a bug, for its report to say where it happened. The rule:
+
+* exit status 2, the user's mistake: what the command line's parser refuses (:class:`CommandParser`: an unknown
+  option, a value that is not a number, a choice that does not exist, a missing argument; argparse's message without
+  its usage block), a :class:`UsageError` (what a command checks itself: files, combinations of options), and the
+  ``ValueError`` and ``TypeError`` that movers raises on a bad input or option (its messages name the argument and
+  what was expected);
+* exit status 1, a resource that is missing or fails: ``OSError`` (a file, folder or model that cannot be found,
+  read or written, a model that is not in the cache while downloads are off, a full disk), ``ImportError`` (an
+  optional package that is not installed), ``MemoryError`` and torch's ``OutOfMemoryError``;
+* exit status 130, ``<prog>: interrupted`` on Ctrl-C; a closed pipe on stdout (``movers score ... | head -1``) ends
+  the command quietly, exit status 1;
+* any other exception (``RuntimeError``, ``AssertionError``, ``KeyError``, ``IndexError``, ``AttributeError``, ...)
+  is a bug, in movers or in a library it calls: Python's traceback, exit status 1.
+
+A message is printed on one line (line breaks inside it become spaces). ``MOVERS_TRACEBACK=1`` in the environment
+raises the exceptions of the one-line errors too, with their tracebacks.
 """
 from __future__ import annotations
 
@@ -10,38 +27,100 @@ import argparse
 import csv
 import io
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import metrics as registry
 from ..core.options import scalar_kind
-from ..core.significance import Interval, seed_label
-from ..core.spec import MetricSpec
 from ..core.validation import universal
 from .tables import TEXT_WIDTH, number, render_comparison, rounded
 
-__all__ = ["UsageError", "guarded", "read_lines", "cli_options", "parse_options", "add_lang_argument",
-           "lang_options", "RESERVED", "where",
-           "metric_kwargs", "score_texts", "render"]
+if TYPE_CHECKING:
+    from ..core.significance import Interval
+    from ..core.spec import MetricSpec
+
+__all__ = ["UsageError", "CommandParser", "guarded", "one_line", "read_lines", "stdin_bytes", "cli_options",
+           "parse_options", "add_lang_argument", "lang_options", "RESERVED", "where", "metric_kwargs", "score_texts",
+           "render", "TRACEBACK_VARIABLE"]
 
 RESERVED = {"verbose", "return_matching", "return_plans"}
 """Options that the command line sets itself (or that change the result's type): not ``--opt`` options."""
+
+TRACEBACK_VARIABLE = "MOVERS_TRACEBACK"
+"""Set (to anything but "" or "0"), the one-line errors raise their exceptions, with tracebacks."""
 
 
 class UsageError(Exception):
     """Bad input or options; printed as one line, exit status 2."""
 
 
-def guarded(prog: str, run: Callable[[Sequence[str]], int], argv: Sequence[str] | None) -> int:
-    """Run a subcommand; a :class:`UsageError` becomes one line on stderr and exit status 2."""
+class CommandParser(argparse.ArgumentParser):
+    """argparse's parser, whose refusals are one line, ``<prog>: error: <message>`` (argparse prints its usage block
+    first), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def one_line(text: object) -> str:
+    """`text` on one line: its line breaks, and the white space around them, become one space."""
+    return re.sub(r"\s*[\r\n]+\s*", " ", str(text)).strip()
+
+
+def _resource_message(err: BaseException) -> str:
+    """An OSError or ImportError in words: a file's error as ``<what went wrong>: '<path>'``, else its message."""
+    if isinstance(err, OSError) and err.strerror and err.filename is not None:
+        return f"{err.strerror}: {str(err.filename)!r}" + (f" -> {str(err.filename2)!r}" if err.filename2 else "")
+    return str(err) or type(err).__name__
+
+
+def guarded(prog: str, run: Callable[[list[str]], int], argv: Sequence[str] | None) -> int:
+    """Run a command; its failures print and exit as this module's docstring says. Returns the exit status (a parser's
+    ``SystemExit`` included: ``--help`` gives 0, a refusal 2)."""
+    def fail(message: str, status: int) -> int:
+        if os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0"):
+            raise  # the exception being handled, with its traceback
+        print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
+        return status
+
     try:
-        return run(sys.argv[1:] if argv is None else argv)
+        return run(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as stop:
+        if isinstance(stop.code, str):  # sys.exit("message"), as Python prints it
+            print(one_line(stop.code), file=sys.stderr)
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     except UsageError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
+        return fail(str(e), 2)
+    except (ValueError, TypeError) as e:
+        return fail(str(e) or type(e).__name__, 2)
+    except (OSError, ImportError) as e:
+        if isinstance(e, BrokenPipeError):
+            return _closed_stdout()
+        return fail(_resource_message(e), 1)
+    except MemoryError as e:
+        return fail(f"out of memory{f' ({e})' if str(e) else ''}", 1)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except RuntimeError as e:
+        if type(e).__name__ == "OutOfMemoryError":  # torch's (a RuntimeError), on an accelerator
+            return fail(str(e), 1)
+        raise
+
+
+def _closed_stdout() -> int:
+    """Standard output was closed by its reader: the rest of the output goes nowhere (not to a second error at
+    exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 1
 
 
 # ----------------------------------------------------------------------------- input files
@@ -53,8 +132,7 @@ def read_lines(path: str, what: str) -> list[str]:
     not UTF-8 are an error naming the line. Line ends are Python's universal newlines: ``\\n``, ``\\r\\n`` and
     ``\\r`` (old Mac files) each end a line, so one file gives the same lines in any of the three."""
     if path == "-":
-        stdin = sys.stdin
-        data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode("utf-8", "surrogatepass")
+        data = stdin_bytes(what)
         name = "<stdin>"
     else:
         p = Path(path)
@@ -75,6 +153,19 @@ def read_lines(path: str, what: str) -> list[str]:
         raise UsageError(f"{what} {name!r} is empty; expected one text per line.")
     # split on line ends only (str.splitlines would also split on U+2028 etc. and shift the alignment)
     return text.split("\n")
+
+
+def stdin_bytes(what: str) -> bytes:
+    """Standard input's bytes; a closed standard input (``<&-``: Python's ``sys.stdin`` is None) is a
+    :class:`UsageError` naming `what`."""
+    stdin = sys.stdin
+    try:
+        if stdin is None or stdin.closed:
+            raise OSError("standard input is closed")
+        return stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode("utf-8", "surrogatepass")
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read the {what} from standard input ({getattr(e, 'strerror', None) or e}); pass a "
+                         f"file.") from None
 
 
 def decoded(data: bytes, where_: str, first_line: int = 1) -> str:
@@ -115,27 +206,25 @@ def cli_options(spec: MetricSpec) -> dict[str, str]:
 
 
 def add_lang_argument(parser: argparse.ArgumentParser) -> None:
-    """``-l/--lang``: the language of the texts, a code (``de``) or sacreBLEU's ``src-tgt`` pair (the target
-    counts)."""
+    """``-l/--lang``: the language of the texts, a code (``de``), a language tag (``de-DE``) or sacreBLEU's
+    ``src-tgt`` pair (the target counts); :func:`movers.text.languages.language_code` tells them apart."""
     parser.add_argument("-l", "--lang", default=None, metavar="LANG",
-                        help="the language of the texts: an ISO 639-1 code (de, zh, ...) or, as sacreBLEU's "
-                             "-l, a pair src-tgt whose target counts (en-de: German); sets every metric's `lang` "
-                             "(default: en)")
+                        help="the language of the texts: an ISO 639-1 code (de, zh, ...), a language tag (de-DE, "
+                             "pt_BR, zh-Hans: its language counts) or, as sacreBLEU's -l, a pair src-tgt in lower "
+                             "case whose target counts (en-de: German); sets every metric's `lang` (default: en)")
 
 
 def lang_options(spec: str | None) -> list[str]:
-    """The ``--opt`` items ``-l/--lang`` stands for (before the explicit ones, which win); a code movers does not
+    """The ``--opt`` items ``-l/--lang`` stands for (before the explicit ones, which win); a language movers does not
     support is a :class:`UsageError` naming ``--lang``."""
     if spec is None:
         return []
-    from ..text.languages import language, target_language
+    from ..text.languages import target_language
 
-    code = target_language(spec)
     try:
-        language(code, "--lang")
+        return [f"lang={target_language(spec)}"]
     except ValueError as err:
-        raise UsageError(str(err).replace("`lang`", f"{spec!r}: the target language")) from None
-    return [f"lang={code}"]
+        raise UsageError(str(err)) from None
 
 
 def parse_options(items: Sequence[str], slugs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -254,6 +343,8 @@ def render(args: argparse.Namespace, results: Any, intervals: dict[str, Interval
             lines += [f"{slug}\t{i + 1}\t{s:.{width}f}" for i, s in enumerate(res.scores)]
         if slug in intervals:
             ci = intervals[slug]
+            from ..core.significance import seed_label
+
             lines.append(f"{res.signature}|bs:{ci.samples}|seed:{seed_label(ci.seed)} = {res.score:.{width}f} "
                          f"(μ = {ci.mean:.{width}f} ± {ci.half_width:.{width}f}, 95% CI [{ci.low:.{width}f}, "
                          f"{ci.high:.{width}f}])")

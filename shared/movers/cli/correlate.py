@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .. import metrics as registry
 from ..core import agreement as stats
 from ..core.progress import PROGRESS_MIN_PAIRS
-from .common import UsageError, add_lang_argument, guarded, lang_options, parse_options
+from .common import CommandParser, UsageError, add_lang_argument, guarded, lang_options, parse_options
 
 if TYPE_CHECKING:
     from ..api.agreement import Agreement
@@ -36,7 +36,7 @@ TEXT_WIDTH = 3
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog=PROG,
         description="Correlate metric scores with human judgments: Pearson, Spearman and Kendall tau-b per group "
                     "and averaged, with bootstrap intervals, at the segment, system or summary level; against "

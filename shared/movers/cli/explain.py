@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import metrics as registry
-from .common import UsageError, add_lang_argument, guarded, lang_options, parse_options
+from .common import CommandParser, UsageError, add_lang_argument, guarded, lang_options, parse_options
 
 __all__ = ["main"]
 
@@ -23,9 +23,9 @@ PROG = "movers explain"
 
 def _parser() -> argparse.ArgumentParser:
     plans = registry.slugs(plans=True)
-    p = argparse.ArgumentParser(prog=PROG, description="Draw the transport plan of one pair (rows: the "
-                                "prediction's tokens, words or sentences; columns: the reference's).",
-                                epilog="--opt works as in 'movers score' (typed by the metric's signature).")
+    p = CommandParser(prog=PROG, description="Draw the transport plan of one pair (rows: the prediction's tokens, "
+                                             "words or sentences; columns: the reference's).",
+                      epilog="--opt works as in 'movers score' (typed by the metric's signature).")
     p.add_argument("-m", "--metric", required=True, choices=plans, metavar="SLUG", help=f"one of {', '.join(plans)}")
     p.add_argument("prediction", help="the hypothesis text")
     p.add_argument("reference", help="the reference text")
@@ -61,7 +61,7 @@ def run(argv: Sequence[str]) -> int:
         try:
             ax.figure.savefig(args.output, dpi=150)
         except (OSError, ValueError) as err:
-            raise UsageError(f"cannot write {args.output!r}: {err}") from None
+            raise UsageError(f"cannot write {args.output!r}: {getattr(err, 'strerror', None) or err}") from None
     if args.format == "json":
         sys.stdout.write(json.dumps(e.to_dict(), ensure_ascii=False) + "\n")
         return 0

@@ -20,7 +20,7 @@ import json
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import metrics as registry
 from ..core.options import choices_of, scalar_kind
@@ -30,13 +30,11 @@ from ..core.significance import (
     DEFAULT_SEED,
     RANDOMIZATION_TRIALS,
     SEED_VARIABLE,
-    Interval,
     bootstrap_interval,
     resolve_seed,
 )
-from ..core.spec import MetricSpec
-from ..pipeline.call import make_options
 from .common import (
+    CommandParser,
     UsageError,
     add_lang_argument,
     cli_options,
@@ -51,6 +49,10 @@ from .common import (
 )
 from .tables import TEXT_WIDTH
 
+if TYPE_CHECKING:
+    from ..core.significance import Interval
+    from ..core.spec import MetricSpec
+
 __all__ = ["main", "run"]
 
 PROG = "movers score"
@@ -59,7 +61,7 @@ BOOTSTRAP_SEED = DEFAULT_SEED  # sacreBLEU's default seed for --confidence and t
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog=PROG,
         description="Score hypotheses (one per line) against one or more reference files (one per line, "
                     "aligned). Prints '<signature> = <score>' per metric, like sacreBLEU; several systems "
@@ -188,7 +190,7 @@ def _checked(args: argparse.Namespace) -> int | None:
                          f"{args.format}.")
     if args.cands.count("-") > 1:
         raise UsageError("standard input ('-') can be one system only.")
-    if "-" in args.cands and sys.stdin.isatty():
+    if "-" in args.cands and sys.stdin is not None and not sys.stdin.closed and sys.stdin.isatty():
         raise UsageError("no hypotheses: pass -c FILE or pipe them on standard input.")
     try:
         return resolve_seed(args.seed)
@@ -250,6 +252,8 @@ def run(argv: Sequence[str]) -> int:
         return 0  # every rank holds the full result; rank 0 prints it
     intervals: dict[str, Interval] = {}
     if args.confidence:
+        from ..pipeline.call import make_options
+
         for slug, res in results.items():
             spec = registry.get(slug)
             # not a mean of segment scores (ΔBLEU): the corpus statistic is recomputed per resample from the

@@ -11,9 +11,10 @@ import csv
 import io
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..api.comparison import Comparison, SystemScore
+if TYPE_CHECKING:  # the types only: `movers score --help` reads TEXT_WIDTH without importing torch
+    from ..api.comparison import Comparison, SystemScore
 
 __all__ = ["render_comparison", "rounded", "number", "TEXT_WIDTH"]
 

@@ -12,12 +12,13 @@ declare its spec in one file and register it (in this list, or at run time for y
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.spec import MetricSpec
-from ..pipeline.call import MetricFunction
+if TYPE_CHECKING:  # imported where used: naming the slugs (a command's --help) imports no metric, numpy or torch
+    from ..core.spec import MetricSpec
+    from ..pipeline.call import MetricFunction
 
-__all__ = ["register", "unregister", "get", "function", "slugs", "specs", "exports", "DEMO"]
+__all__ = ["register", "unregister", "get", "function", "slugs", "specs", "exports", "DEMO", "WITHOUT_PLAN"]
 
 
 # The shipped metrics, each imported when it is first asked for (a metric file imports what its formula
@@ -60,6 +61,9 @@ def _delta_bleu() -> MetricSpec:
 _SHIPPED: dict[str, Callable[[], MetricSpec]] = {
     "moverscore": _moverscore, "sms": _sms, "s_wms": _s_wms, "wms": _wms, "twmd": _twmd, "lazy_emd": _lazy_emd,
     "delta_bleu": _delta_bleu}
+WITHOUT_PLAN = frozenset({"delta_bleu"})
+"""The shipped metrics that have no transport plan (their specs' ``has_plan`` is False; a test holds the two
+together): :func:`slugs` names the others without importing a metric file (``movers explain --help``)."""
 DEMO = "moverscore"
 """The metric ``movers demo`` (the README's first command) and ``python -m shared.bench speed`` run by default."""
 
@@ -69,6 +73,9 @@ _FUNCTIONS: dict[str, MetricFunction] = {}
 
 def register(spec: MetricSpec, *, replace: bool = False) -> MetricFunction:
     """Add `spec` under its slug; returns its function (``movers.<slug>``)."""
+    from ..core.spec import MetricSpec
+    from ..pipeline.call import MetricFunction
+
     if not isinstance(spec, MetricSpec):
         raise TypeError(f"register: expected a movers MetricSpec instance, got {type(spec).__name__}.")
     taken = spec.slug in _SPECS and _SPECS[spec.slug] is not spec
@@ -89,6 +96,8 @@ def unregister(slug: str) -> None:
 
 def _load(slug: str) -> MetricSpec | None:
     if slug not in _SPECS and slug in _SHIPPED:
+        from ..pipeline.call import MetricFunction
+
         spec = _SHIPPED[slug]()
         _SPECS[slug], _FUNCTIONS[slug] = spec, MetricFunction(spec)
     return _SPECS.get(slug)
@@ -96,6 +105,9 @@ def _load(slug: str) -> MetricSpec | None:
 
 def get(metric: str | MetricSpec | MetricFunction) -> MetricSpec:
     """The spec of a slug (or of a function, or the spec itself); an unknown slug lists the known ones."""
+    from ..core.spec import MetricSpec
+    from ..pipeline.call import MetricFunction
+
     if isinstance(metric, MetricSpec):
         return metric
     if isinstance(metric, MetricFunction):
@@ -114,7 +126,9 @@ def function(metric: str | MetricSpec | MetricFunction) -> MetricFunction:
 def slugs(*, plans: bool | None = None) -> list[str]:
     """Registered slugs (with `plans`, only the metrics that have (or have not) a transport plan)."""
     names = list(dict.fromkeys([*_SHIPPED, *_SPECS]))
-    return names if plans is None else [s for s in names if get(s).has_plan == plans]
+    if plans is None:
+        return names
+    return [s for s in names if (_SPECS[s].has_plan if s in _SPECS else s not in WITHOUT_PLAN) == plans]
 
 
 def specs() -> list[MetricSpec]:

@@ -39,7 +39,7 @@ from ..core.scope import Scope, current_scope
 from ..core.signature import Signature, format_float, nrefs_label
 from ..core.spec import Inputs, MetricSpec
 from ..core.validation import check_list
-from ..text.languages import DEFAULT_LANG, language, languages
+from ..text.languages import DEFAULT_LANG, language, language_code, languages
 from ..text.tokens import call_tokens
 from .passes import check_split
 
@@ -66,7 +66,8 @@ def unicode_option() -> Any:
 def lang_option() -> Any:
     """The ``lang`` field of every metric: the language of its texts (:mod:`movers.text.languages`)."""
     return option(DEFAULT_LANG, """The language of the texts, an ISO 639-1 code: "en" (default) or any language
-        spaCy ships rules for ("de", "fr", "ru", "zh", "ja", ...). It chooses the default encoder (the bundled
+        spaCy ships rules for ("de", "fr", "ru", "zh", "ja", ...), or a language tag read by its language ("de-DE",
+        "pt_BR" and "zh-Hans" are "de", "pt" and "zh"). It chooses the default encoder (the bundled
         MiniLM for English, a published multilingual one otherwise), the sentence, word, punctuation and stop-word
         rules, and ΔBLEU's tokenizer; named in the signature (lang:de) when it is not English.""",
                   widget=Widget("dropdown", languages()))
@@ -112,7 +113,16 @@ def make_options(spec: MetricSpec, options: dict[str, Any], name: str | None = N
     if unknown:
         raise TypeError(f"{name or spec.slug}() got an unexpected keyword argument {unknown[0]!r}; its options "
                         f"are {sorted(allowed)}.")
-    return spec.Options(**{**options, **spec.fixed})
+    o = spec.Options(**{**options, **spec.fixed})
+    lang = getattr(o, "lang", None)
+    if isinstance(lang, str):  # a tag ("de-DE") is its language's code from here on: the rules and the signature
+        try:
+            code = language_code(lang)
+        except ValueError:
+            return o  # refused by the front's checks, naming the metric
+        if code != lang:
+            o = dataclasses.replace(o, lang=code)
+    return o
 
 
 def checked_options(spec: MetricSpec, options: dict[str, Any]) -> Any:

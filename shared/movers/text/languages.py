@@ -1,7 +1,9 @@
 """What depends on the language of the texts (every metric's `lang`), declared once.
 
 A language is an ISO 639-1 code ("en", "de", "zh", ...) that spaCy ships a tokenizer and a stop-word list for (the
-supported codes: :func:`languages`). It chooses:
+supported codes: :func:`languages`). `lang` also takes a language tag as the Hugging Face Hub and data sets write one
+(BCP-47), read by its language (:func:`language_code`): "de-DE", "pt_BR", "zh-Hans" and "sr-Latn" are "de", "pt", "zh"
+and "sr". It chooses:
 
 * the default encoder (:attr:`Language.encoder`): the bundled all-MiniLM-L6-v2 for English; for every other
   language bert-score's published default and the layer bert-score tuned for it (``lang2model`` and
@@ -32,8 +34,9 @@ from typing import Literal
 
 from ..core import cache as _cache
 
-__all__ = ["DEFAULT_LANG", "PunctuationRule", "Language", "DefaultEncoder", "language", "languages", "target_language",
-           "TERMINATORS", "SCRIPT_TERMINATORS", "CJK_TERMINATORS", "is_punctuation", "is_word"]
+__all__ = ["DEFAULT_LANG", "PunctuationRule", "Language", "DefaultEncoder", "language", "languages", "language_code",
+           "target_language", "TAG_SEPARATORS", "TERMINATORS", "SCRIPT_TERMINATORS", "CJK_TERMINATORS",
+           "is_punctuation", "is_word"]
 
 PunctuationRule = Literal["ascii", "unicode"]
 
@@ -86,8 +89,6 @@ class Language:
     """The Punkt model's name, or None (the terminator rule)."""
     encoder: DefaultEncoder | None
     """The default encoder; None: the bundled all-MiniLM-L6-v2 (English)."""
-    bleu_tokenizer: str
-    """sacreBLEU's tokenizer for this target language."""
 
     @property
     def english(self) -> bool:
@@ -97,6 +98,13 @@ class Language:
     def punctuation(self) -> PunctuationRule:
         """MoverScore's punctuation rule: "ascii" for English (the original's), "unicode" for the others."""
         return "ascii" if self.english else "unicode"
+
+    @property
+    def bleu_tokenizer(self) -> str:
+        """sacreBLEU's tokenizer for this target language (read when asked: sacreBLEU is imported then)."""
+        from sacrebleu.metrics.bleu import BLEU
+
+        return BLEU._TOKENIZER_MAP.get(self.code, BLEU.TOKENIZER_DEFAULT)
 
     @property
     def segmenter(self) -> str:
@@ -138,29 +146,83 @@ def languages() -> tuple[str, ...]:
     return _cache.cached(("languages",), read)
 
 
-def language(code: object, name: str = "movers") -> Language:
-    """The :class:`Language` of `code` (made once per code); a ValueError naming `lang` and the supported codes
-    otherwise."""
-    supported = languages()
-    if not isinstance(code, str) or code not in supported:
-        hint = ""
-        if isinstance(code, str) and "-" in code:
-            hint = f" (a language pair such as {code!r} is the command line's -l form; pass the target, " \
-                   f"{target_language(code)!r})"
-        raise ValueError(f"{name}: `lang` must be an ISO 639-1 code that spaCy ships rules for, got {code!r}{hint}; "
-                         f"supported: {', '.join(supported)}.")
-    def make() -> Language:
-        from sacrebleu.metrics.bleu import BLEU
+TAG_SEPARATORS = "-_"
+"""What separates a tag's subtags: BCP-47's hyphen, and the underscore of locale names (``pt_BR``, mBART's
+``en_XX``)."""
 
+_SUBTAG = re.compile(r"[A-Za-z0-9]{1,8}")
+_LANGUAGE = re.compile(r"[A-Za-z]{2,3}")  # a pair's source or target may be a three-letter code (en-liv)
+_PAIR = re.compile(r"[a-z]{2,3}")
+_REGION = re.compile(r"[A-Z]{2}|[0-9]{3}")
+_SCRIPT_OR_VARIANT = re.compile(r"[A-Za-z]{4}|[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}|[A-Za-z0-9]")
+
+
+def language_code(value: object, name: str = "movers", *, pairs: bool = False, argument: str = "`lang`") -> str:
+    """The supported code (:func:`languages`) that `value` names; a ValueError naming `argument` otherwise.
+
+    `value` is a language code or a language tag (BCP-47, as the Hugging Face Hub and data sets write them), read
+    by its language, the first subtag:
+
+    * subtags are separated by "-" or "_" (``de-DE``, ``pt_BR``); the language's case does not matter (``DE``);
+    * the language is a two-letter ISO 639-1 code, as BCP-47 writes every language that has one; a three-letter
+      code (``deu``) is refused, naming the supported codes;
+    * the second subtag tells a tag from sacreBLEU's ``-l src-tgt`` pair: a script (four letters: ``zh-Hans``,
+      ``sr-Latn``), a region (two capital letters or three digits: ``de-DE``, ``pt-BR``, ``es-419``), a variant
+      (five to eight characters, or a digit and three: ``de-DE-1996``) or a one-character extension (``en-x-...``)
+      make a tag; two or three lower-case letters make a pair (``en-de``, ``en-liv``), whose target, read as a tag,
+      counts where `pairs` is true (the command line's ``-l``) and which is refused otherwise, naming the target.
+      (An extended language subtag, ``zh-yue``, reads as a pair: such a tag's canonical form is the extended
+      language alone, ``yue``.) Any other second subtag (``en-De``, ``de-DEU``) is refused as ambiguous.
+    """
+    subject = f"{name}: {argument}" if name else argument
+    supported = languages()
+
+    def refuse(reason: str) -> ValueError:
+        return ValueError(f"{subject} must be an ISO 639-1 code or a language tag (de, de-DE, zh-Hans, pt_BR) whose "
+                          f"language spaCy ships rules for, got {value!r}{reason}; supported: {', '.join(supported)}.")
+
+    if not isinstance(value, str):
+        raise refuse("")
+    subtags = re.split(f"[{TAG_SEPARATORS}]", value)
+    if not all(_SUBTAG.fullmatch(s) for s in subtags) or not _LANGUAGE.fullmatch(subtags[0]):
+        raise refuse(" (not a language code or tag)")
+    if len(subtags) > 1 and _PAIR.fullmatch(subtags[1]):
+        target = value[len(subtags[0]) + 1:]
+        try:
+            code = language_code(target, name, argument=argument)
+        except ValueError:
+            raise refuse(f" (a language pair, src-tgt, whose target is {target!r})") from None
+        if pairs:
+            return code
+        raise ValueError(f"{subject} {value!r} is a language pair, the command line's -l src-tgt form; pass the "
+                         f"target language, {code!r} (a tag writes its region in capitals or its script in four "
+                         f"letters: 'de-DE', 'zh-Hans').")
+    if len(subtags) > 1 and not (_REGION.fullmatch(subtags[1]) or _SCRIPT_OR_VARIANT.fullmatch(subtags[1])):
+        raise ValueError(f"{subject} {value!r} is ambiguous: a language tag writes its region in capitals ('de-DE'), "
+                         f"its script in four letters ('zh-Hans'); a language pair (the command line's -l src-tgt) is "
+                         f"in lower case ('en-de').")
+    code = subtags[0].lower()
+    if code not in supported:
+        raise refuse(f" (language {code!r})" if len(subtags) > 1 else "")
+    return code
+
+
+def language(code: object, name: str = "movers") -> Language:
+    """The :class:`Language` of a code or tag (:func:`language_code`), made once per code; a ValueError naming
+    `lang` and the supported codes otherwise."""
+    code = language_code(code, name)
+
+    def make() -> Language:
         encoder = None if code == DEFAULT_LANG else ENCODERS.get(code, MULTILINGUAL)
-        return Language(code, PUNKT.get(code), encoder, BLEU._TOKENIZER_MAP.get(code, BLEU.TOKENIZER_DEFAULT))
+        return Language(code, PUNKT.get(code), encoder)
 
     return _cache.cached(("language", code), make)
 
 
 def target_language(spec: str) -> str:
-    """The target of sacreBLEU's ``-l src-tgt`` form (``"en-de"`` -> ``"de"``); a single code as it is."""
-    return spec.rsplit("-", 1)[-1] if "-" in spec else spec
+    """The code of the command line's ``-l``: a code, a tag or sacreBLEU's ``src-tgt`` pair, whose target counts
+    (``"en-de"`` -> ``"de"``, ``"pt-BR"`` -> ``"pt"``); a ValueError naming ``--lang`` otherwise."""
+    return language_code(spec, "", pairs=True, argument="--lang")
 
 
 def is_punctuation(text: str) -> bool:

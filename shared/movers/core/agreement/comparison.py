@@ -19,7 +19,6 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .declarations import ALPHA, CHUNK_CELLS, RESAMPLES, SEED, Protocol, protocol
 from .labels import factorize
@@ -53,6 +52,7 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
     if den <= 0:  # identical metrics (r23 = 1): no difference to test
         return float("nan"), float("nan")
     t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23)) / math.sqrt(den)
+    from scipy import stats  # here, not at import: `movers correlate --help` reads the declarations
     return t, float(stats.t.sf(t, n - 3))
 
 

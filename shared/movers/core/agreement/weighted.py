@@ -13,7 +13,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .declarations import NEAR_CONSTANT
 
@@ -385,6 +384,8 @@ def counts(x: np.ndarray, y: np.ndarray, w: np.ndarray, seg: Segments,
     concordant minus discordant from scipy's Kendall tau-b of each row's units repeated by their weights
     (O(n log n) either way; exact in integers up to about 10^7 units). `cache` keeps the sorted structures of
     fixed values from one block of rows to the next."""
+    from scipy import stats  # here, not at import: `movers correlate --help` reads the declarations
+
     x, y, w = (np.atleast_2d(np.asarray(a, float)) for a in (x, y, w))
     r = _rows(x, y, w)
     fixed = x.shape[0] == 1 and y.shape[0] == 1

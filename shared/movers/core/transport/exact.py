@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from . import pot
 from .common import Transport
 
 __all__ = ["emd", "partial_emd", "network_simplex", "simplex"]
@@ -76,7 +77,7 @@ _SOLVER: list[Any] = []
 def _emd_c(a: np.ndarray, b: np.ndarray, cost: np.ndarray, max_iter: int) -> tuple[np.ndarray, float, int]:
     """``emd_c`` under either of its signatures (POT 0.9.7 added two warm-start arguments), found on first use."""
     if not _SOLVER:
-        from ot.lp.emd_wrap import emd_c  # here: importing POT pulls scikit-learn (~160 MB) that TWMD never needs
+        emd_c = pot.emd_c()  # POT's solver without POT's package import (scikit-learn, networkx: seconds)
 
         try:
             emd_c(np.ones(1), np.ones(1), np.zeros((1, 1)), 10, 1, None, None)
@@ -118,9 +119,7 @@ def partial_emd(a, b, cost, *, max_iter: int = 1_000_000, return_plan: bool = Tr
 
 def _float64_inputs(name: str, a, b, cost) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``a``, ``b`` and ``cost`` as contiguous float64 arrays, checked (shapes, finite, non-negative masses)."""
-    import ot
-
-    nx = ot.backend.get_backend(a, b, cost)
+    nx = pot.get_backend(a, b, cost)
     a64, b64, c64 = (np.ascontiguousarray(nx.to_numpy(x), dtype=np.float64) for x in (a, b, cost))
     if a64.ndim != 1 or b64.ndim != 1 or c64.shape != (a64.shape[0], b64.shape[0]):
         raise ValueError(f"{name}: shapes must be a [n], b [m], cost [n, m], got {a64.shape}, {b64.shape}, "

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from . import pot
 from .common import Transport, log_mass
 
 __all__ = ["unbalanced_sinkhorn_batch", "overrelaxation", "iterates_on_host", "OVERRELAXATION"]
@@ -143,9 +144,7 @@ def unbalanced_sinkhorn_batch(a, b, cost, *, reg: float, reg_a: float, reg_b: fl
     if on_cpu:  # numpy views of the same memory
         state = {k: x.numpy() for k, x in state.items()}
         inputs = {k: x.detach().numpy() for k, x in inputs.items()}
-    from ot.backend import get_backend
-
-    nx = get_backend(inputs["scaled"])
+    nx = pot.get_backend(inputs["scaled"])
     with np.errstate(all="ignore"):  # -inf arithmetic is intended; results are checked, not warned
         _uot_iterations(nx, state, **inputs, reg=reg, reg_a=reg_a, reg_b=reg_b, max_iter=max_iter, tol=tol,
                         check_every=check_every, accelerate=accelerate)

@@ -1,4 +1,4 @@
-"""`movers space build <slug|all> <dir>`: a Hugging Face Space folder per metric, ready to upload.
+"""A Hugging Face Space folder per metric, ready to upload (`movers space build <slug|all> <dir>`, :mod:`movers.cli`).
 
 Each folder ``<dir>/<slug>/`` holds exactly what the Space runs:
 
@@ -18,7 +18,6 @@ folder at start and imports movers from there; requirements.txt lists everything
 """
 from __future__ import annotations
 
-import argparse
 import base64
 import email.parser
 import hashlib
@@ -32,7 +31,7 @@ from pathlib import Path
 
 from .. import TORCH_INDEX, TORCH_VERSION
 
-__all__ = ["build", "build_wheel", "installed_wheel", "requirements", "GRADIO_VERSION", "main"]
+__all__ = ["build", "build_wheel", "installed_wheel", "requirements", "GRADIO_VERSION"]
 
 GRADIO_VERSION = "6.31.0"
 """The gradio the Spaces run (card ``sdk_version``), beside the transformers and huggingface_hub that movers'
@@ -192,30 +191,3 @@ def build(slug: str, out_dir: str | Path, *, wheel: str | Path | None = None) ->
     (target / "app.py").write_text(_APP.format(slug=slug), encoding="utf-8")
     (target / "requirements.txt").write_text(requirements(wheel_path), encoding="utf-8")
     return target
-
-
-def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="movers space",
-                                description="Build Hugging Face Space folders (upload one with "
-                                            "`hf upload <org>/<slug> <dir>/<slug> . --repo-type=space`).")
-    sub = p.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="assemble <dir>/<slug>/ for one metric or all six")
-    b.add_argument("slug", help="a metric slug, or 'all'")
-    b.add_argument("dir", help="output folder; each Space goes to <dir>/<slug>/")
-    b.add_argument("--wheel", help="a movers wheel to ship (default: built from the source tree, or packed from "
-                                   "the installed files)")
-    args = p.parse_args(argv)
-    from ..hub.loading import module_names
-
-    slugs = module_names() if args.slug == "all" else [args.slug]
-    try:
-        wheel = Path(args.wheel) if args.wheel else None
-        with tempfile.TemporaryDirectory() as tmp:
-            if wheel is None and len(slugs) > 1:
-                wheel = build_wheel(tmp)
-            for slug in slugs:
-                print(f"built {build(slug, args.dir, wheel=wheel)}")
-    except (ValueError, FileNotFoundError) as err:
-        print(err, file=sys.stderr)
-        return 2
-    return 0
