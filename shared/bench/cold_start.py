@@ -87,7 +87,8 @@ def commands(metrics: Sequence[str], files: tuple[str, str], model: str, pair: t
 def report(times: Mapping[str, Mapping[str, list[float]]]) -> tuple[str, dict[str, Any]]:
     """The table and its figures from `times` (tree -> label -> seconds of each round): min and median, the
     ratios of ``score`` to the floor, each checked against its goal."""
-    lines, figures = [], {}
+    lines: list[str] = []
+    figures: dict[str, Any] = {}
     for tree, runs in times.items():
         floor_min, floor_med = min(runs["floor"]), statistics.median(runs["floor"])
         rows = []
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None, *, run: Run = timed) -> int:
         hyp.write_text(pair[0] + "\n", encoding="utf-8")
         ref.write_text(pair[1] + "\n", encoding="utf-8")
         todo = commands(args.metric or registry.slugs(), (str(hyp), str(ref)), model, pair)
-        envs = {}
+        envs: dict[str, dict[str, str]] = {}
         for tree, path in trees.items():  # a Hugging Face home of the run's own, the modules registered untimed
             envs[tree] = {**os.environ, **OFFLINE, "HF_HOME": str(Path(folder, "hf", str(len(envs))))}
             if path is not None:

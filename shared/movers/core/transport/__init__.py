@@ -10,6 +10,7 @@
   memory (size buckets; size classes, whose padding does not depend on the company); :func:`grouped`: those
   batches held at once.
 * :class:`Transport` (``common``): the result every solver returns (cost, plan, masses).
+* ``pot``: POT's network simplex and array backends, loaded without POT's package import.
 
 The solvers follow POT's backend convention (``ot.backend.get_backend``): numpy arrays in give numpy
 arrays out, torch tensors give torch tensors on the same device. Every POT argument that can change a
