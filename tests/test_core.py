@@ -211,11 +211,14 @@ def test_import_is_light_and_registry_lists_modules():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"MOVERS_NO_AUTOREGISTER": "1", "PATH": ""})
     assert out.stdout.split() == ["False", "False"]
-    # POT's package import pulls scikit-learn (~160 MB): only the metrics that solve with POT load it.
-    code = ("import sys, movers; movers.twmd(['a cat'], [['a dog']]); print('ot' in sys.modules); "
-            "movers.moverscore(['a cat'], [['a dog']]); print('ot' in sys.modules)")
+    # POT's package import pulls scikit-learn (~160 MB): only the metrics that solve with POT load its solver, and
+    # they load it without POT's package import (movers.core.transport.pot)
+    solver = "movers.core.transport.pot._ot.lp.emd_wrap"
+    show = f"print({solver!r} in sys.modules, 'ot' in sys.modules, 'sklearn' in sys.modules)"
+    code = (f"import sys, movers; movers.twmd(['a cat'], [['a dog']]); {show}; "
+            f"movers.moverscore(['a cat'], [['a dog']]); {show}")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, MOVERS_NO_AUTOREGISTER="1"))
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["False", "False", "False", "True", "False", "False"]
     with pytest.raises(ValueError, match="unknown module 'bleu'"):
         movers.module_dir("bleu")
