@@ -252,6 +252,20 @@ def test_paper_variant_equals_the_definition(order):
             assert out.scores[i] == pytest.approx(want, abs=ATOL_COUNT), (trial, i)
 
 
+def test_the_largest_order_is_scored_by_the_definition_and_a_larger_one_is_refused_before_any_work():
+    from movers.metrics.delta_bleu import MAX_NGRAM_ORDER
+
+    rng = random.Random("delta-bleu-longest-order")
+    words = [rng.choice("abcdefgh") for _ in range(MAX_NGRAM_ORDER + 7)]
+    preds, refs, weights = [" ".join(words)], [[" ".join(words), " ".join(words[::-1])]], [[1.0, -0.5]]
+    out = delta_bleu(preds, refs, weights, smooth_method="none", tokenize="none", max_ngram_order=MAX_NGRAM_ORDER)
+    assert out.score == pytest.approx(_paper_by_definition(preds, refs, weights, MAX_NGRAM_ORDER), abs=ATOL_COUNT)
+    for order in (MAX_NGRAM_ORDER + 1, 10 ** 11):  # 10**11 counted n-grams of each order for hours
+        with pytest.raises(ValueError, match=rf"^delta_bleu: `max_ngram_order` must be <= {MAX_NGRAM_ORDER}, got "
+                                             rf"{order}\.$"):
+            delta_bleu(preds, refs, weights, max_ngram_order=order)
+
+
 @pytest.mark.parametrize("variant", ["paper", "galley"])
 def test_segment_score_is_a_one_segment_corpus_and_corpus_is_order_free(variant):
     preds, refs, weights = _random_corpus(random.Random("delta-bleu-segments"), 12)

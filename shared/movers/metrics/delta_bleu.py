@@ -38,7 +38,7 @@ from ..core.validation import check_choice, check_reference_weights
 from ..pipeline.call import lang_option, unicode_option
 from ..text.languages import language
 
-__all__ = ["DELTA_BLEU", "DeltaBleuOptions", "TOKENIZERS"]
+__all__ = ["DELTA_BLEU", "DeltaBleuOptions", "TOKENIZERS", "MAX_NGRAM_ORDER"]
 
 
 # sacreBLEU's tokenizers that run offline with sacreBLEU's own dependencies; the SentencePiece ones
@@ -47,6 +47,11 @@ _NEEDS_DOWNLOAD = frozenset({"spm", "flores101", "flores200", "spBLEU-1K"})
 TOKENIZERS = tuple(t for t in BLEU.TOKENIZERS if t not in _NEEDS_DOWNLOAD)
 
 _FORK_SMOOTH_VALUE = 0.0  # sacreBLEU 1.4.1's SMOOTH_VALUE_DEFAULT, for 'floor' and 'add-k' alike
+
+
+MAX_NGRAM_ORDER = 100
+"""The largest `max_ngram_order`: n-grams of every order up to it are counted in every text, so the time grows with
+it (an order of 1,000 takes seconds a pair); no text scored in practice has a matching 100-gram but a copy."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,7 +64,8 @@ class DeltaBleuOptions:
                                   widget=Widget("dropdown", ("(lang)", "13a", "intl", "zh", "ja-mecab", "ko-mecab",
                                                              "char", "none"), {"(lang)": None}))
     lowercase: bool = option(False, "Lowercase hypotheses and references (never the weights).")
-    max_ngram_order: int = option(4, "N; 4 as BLEU (the paper's experiments used 2).", low=1, integer=True)
+    max_ngram_order: int = option(4, f"N; 4 as BLEU (the paper's experiments used 2); at most {MAX_NGRAM_ORDER}.", low=1,
+                                  high=MAX_NGRAM_ORDER, integer=True)
     smooth_method: Literal["none", "floor", "add-k", "exp"] = option("exp", """sacreBLEU's smoothing, applied to
         the weighted counts.""")
     smooth_value: float | None = option(None, """For "floor" / "add-k"; None = the default of the sacreBLEU the
