@@ -64,8 +64,8 @@ class DeltaBleuOptions:
                                   widget=Widget("dropdown", ("(lang)", "13a", "intl", "zh", "ja-mecab", "ko-mecab",
                                                              "char", "none"), {"(lang)": None}))
     lowercase: bool = option(False, "Lowercase hypotheses and references (never the weights).")
-    max_ngram_order: int = option(4, f"N; 4 as BLEU (the paper's experiments used 2); at most {MAX_NGRAM_ORDER}.", low=1,
-                                  high=MAX_NGRAM_ORDER, integer=True)
+    max_ngram_order: int = option(4, f"N; 4 as BLEU (the paper's experiments used 2); at most {MAX_NGRAM_ORDER}.",
+                                  low=1, high=MAX_NGRAM_ORDER, integer=True)
     smooth_method: Literal["none", "floor", "add-k", "exp"] = option("exp", """sacreBLEU's smoothing, applied to
         the weighted counts.""")
     smooth_value: float | None = option(None, """For "floor" / "add-k"; None = the default of the sacreBLEU the
