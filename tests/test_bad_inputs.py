@@ -360,3 +360,19 @@ def test_huge_texts_are_refused_before_the_model_runs(monkeypatch, embedded):
             warnings.simplefilter("ignore")  # TWMD's batch centring on one segment: not this test
             getattr(movers, metric)([p], [r], long_texts="window")
     assert embedded == []
+
+
+@pytest.mark.parametrize("slug", ["moverscore", "twmd"])
+def test_beside_an_empty_prediction_a_text_is_named_by_its_place_in_the_call(slug):
+    """Empty predictions are left out of the scoring (empty_predictions='worst'); what the rest warns about or refuses
+    names each text by its place in the call, not in the part that was scored (segment 2 is the second scored)."""
+    score = getattr(movers, slug)
+    with pytest.raises(ValueError, match=rf"^{slug}: references\[2\] has no content token"):
+        score(["", "a cat", "b"], [["a"], ["a dog"], ["🙂🙃"]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = score(["", "a cat", "..."], [["a"], ["a dog"], ["b"]], preset="1.0.3") if slug == "moverscore" else None
+    if out is not None:
+        messages = [str(w.message) for w in caught]
+        assert any(m.startswith("moverscore: predictions[2] keep only") for m in messages), messages
+        assert not any("predictions[1]" in m for m in messages), messages

@@ -24,6 +24,7 @@ import dataclasses
 import inspect
 import json
 import math
+import re
 import unicodedata
 import warnings
 from collections.abc import Iterator, Sequence
@@ -246,7 +247,7 @@ def _score_without(spec: MetricSpec, o: Any, name: str, inputs: Inputs, empty: l
     keep = [i for i in range(len(inputs)) if i not in skip]
     refs = inputs.references
     if keep:
-        part = spec.run(o, inputs.select(keep))
+        part = _run_renumbered(spec, o, inputs.select(keep), keep)
     else:  # nothing to score: one call on a stand-in pair gives the signature (nrefs restored by the caller)
         part = spec.run(o, Inputs([refs[0][0]], [refs[0]], {}, inputs.segmented))
     worst = spec.worst(o)
@@ -273,6 +274,30 @@ def _score_without(spec: MetricSpec, o: Any, name: str, inputs: Inputs, empty: l
         extra[key] = corpus.get(key, part.extra[key]) if keep else corpus.get(key)
     extra["empty_predictions"] = list(empty)
     return Scores(score=score_value, scores=segments["scores"], signature=part.signature, extra=extra)
+
+
+_INDEXED = re.compile(r"\b(predictions|references)\[(\d+)\]")
+"""A text's place in a message: ``predictions[3]``, ``references[3][1]`` (the first index is the segment's)."""
+
+
+def _run_renumbered(spec: MetricSpec, o: Any, part: Inputs, keep: list[int]) -> Scores:
+    """``spec.run`` on the non-empty segments `part` (segment k is the call's segment ``keep[k]``), its warnings and
+    refusals naming each text by its place in the call, not in `part`."""
+    def placed(text: str) -> str:
+        return _INDEXED.sub(lambda m: f"{m.group(1)}[{keep[int(m.group(2))]}]" if int(m.group(2)) < len(keep)
+                            else m.group(0), text)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = spec.run(o, part)
+        except (TypeError, ValueError) as e:
+            if type(e) in (TypeError, ValueError) and len(e.args) == 1 and isinstance(e.args[0], str):
+                raise type(e)(placed(e.args[0])) from None
+            raise
+    for w in caught:
+        warnings.warn(placed(str(w.message)), w.category, stacklevel=5)
+    return result
 
 
 # ----------------------------------------------------------------------------------------- baseline
