@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from movers.core.transport import emd, unbalanced_sinkhorn_batch
@@ -91,18 +91,22 @@ def test_unbalanced_is_symmetric_when_the_roles_swap(problem, reg_a, reg_b):
 
 @SETTINGS
 @given(problems())
+@example((np.array([0.82758621, 0.17241379]), np.array([0.09248555, 0.07514451, 0.83236994]),
+          np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]])))  # λ 10 -> 100 only 2.2 times closer: not yet 1/λ
 def test_unbalanced_tends_to_balanced_as_lambda_goes_to_infinity(problem):
     """KL penalties of strength λ: the distance to the balanced entropic solution with the same ε (its
-    marginals and cost) shrinks like 1/λ."""
+    marginals and cost) shrinks like 1/λ once λ is large (here from λ = 100 on; between 10 and 100 a problem can
+    still be on its way there)."""
     a, b, cost = problem
     eps = 0.05
     balanced, _ = _uot(a, b, cost, reg=eps, reg_a=math.inf, reg_b=math.inf, tol=1e-12)
     errors = []
-    for lam in (1e1, 1e2):
+    for lam in (1e1, 1e2, 1e3):
         got, plan = _uot(a, b, cost, reg=eps, reg_a=lam, reg_b=lam, tol=1e-9)
         errors.append(max(np.abs(plan.sum(1) - a).max(), np.abs(plan.sum(0) - b).max(), abs(got - balanced)))
     assert errors[1] <= 1e-2, errors
-    assert errors[1] <= 0.2 * errors[0] + 1e-9, errors  # ten times λ: at least five times closer
+    assert errors[1] <= errors[0] + 1e-9, errors  # closer as λ grows
+    assert errors[2] <= 0.2 * errors[1] + 1e-9, errors  # ten times λ: at least five times closer
 
 
 @SETTINGS
