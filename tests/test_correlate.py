@@ -296,6 +296,8 @@ def test_bad_files_are_named(tmp_path):
 def test_too_few_points_and_equal_human_scores_are_refused(tmp_path):
     _refused(tmp_path, _records(2), match=r"line 1: the file has 2 records with a human score; a correlation needs "
                                           r"at least 3")
+    _refused(tmp_path, _records(1), match=r"line 1: the file has 1 record with a human score; a correlation needs "
+                                          r"at least 3")
     records = _records(8, lp=lambda i: "a" if i < 6 else "b")
     path = _write(tmp_path / "groups.jsonl", records)
     with pytest.raises(ValueError, match=r"groups.jsonl, line 7: group 'b' \(--group-by lp\) has 2 records with a "

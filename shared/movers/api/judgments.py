@@ -542,9 +542,10 @@ def _check_points(layout: Layout, human: np.ndarray, where: Any, group_fields: l
         if layout.level == "system":
             systems = np.asarray(layout.systems)[idx]
             means = {s: human[idx][systems == s].mean() for s in set(systems)}
-            units, values, noun = len(means), np.array(list(means.values())), "systems"
+            units, values, noun = len(means), np.array(list(means.values())), "system"
         else:
-            units, values, noun = len(idx), human[idx], "records with a human score"
+            units, values, noun = len(idx), human[idx], "record"
+        noun = f"{noun}{'' if units == 1 else 's'}{' with a human score' if noun == 'record' else ''}"
         if units < MIN_POINTS:
             raise ValueError(f"{first}: {named} has {units} {noun}; a correlation needs at least {MIN_POINTS}.")
         if np.ptp(values) == 0 and layout.level != "summary":
@@ -559,7 +560,7 @@ def _check_points(layout: Layout, human: np.ndarray, where: Any, group_fields: l
                 if len(members) < MIN_POINTS:
                     at = where(int(np.flatnonzero((groups == g) & (inputs == j))[0]))
                     raise ValueError(f"{at}: input {j!r} (field `{','.join(input_fields)}`) has {len(members)} "
-                                     f"outputs with a human score; the summary level correlates an input's outputs "
+                                     f"output{'' if len(members) == 1 else 's'} with a human score; the summary level correlates an input's outputs "
                                      f"and needs at least {MIN_POINTS}.")
                 varied = varied or np.ptp(human[members]) > 0
             if not varied:
