@@ -277,6 +277,32 @@ def test_a_model_folder_that_does_not_hold_together_is_refused_naming_model_leav
         assert getattr(movers, slug)(*texts, **{option: good}).scores == first[slug]
 
 
+def test_a_damaged_weights_file_is_refused_naming_model_leaving_nothing(models, tmp_path):
+    """A weights file cut short, empty, or not a checkpoint fails inside safetensors or torch's unpickler with their
+    own exception types (SafetensorError, KeyError, ...): each is refused as an OSError naming `model` and the file,
+    nothing of it is left in the cache, and the intact folder scores as before afterwards."""
+    import shutil
+
+    good = models["bert"]
+    texts = (["A cat sat."], ["The cat sat."])
+    first = movers.moverscore(*texts, model=str(good)).scores
+    weights = (good / "model.safetensors").read_bytes()
+    damaged = {"cut-short": ("model.safetensors", weights[: len(weights) * 9 // 10]),
+               "empty": ("model.safetensors", b""),
+               "not-a-checkpoint": ("pytorch_model.bin", b"junk\n")}
+    before = set(loaded._CACHE)
+    for name, (file, content) in damaged.items():
+        folder = tmp_path / name
+        shutil.copytree(good, folder, ignore=shutil.ignore_patterns("model.safetensors"))
+        (folder / file).write_bytes(content)
+        for slug, option in (("moverscore", "model"), ("sms", "embedding")):
+            with pytest.raises(OSError, match=r"`model` \(SMS: `embedding`\) '.*" + name + r"': its weights file "
+                                              r"could not be read \(\w+: .*\): it is damaged or incomplete"):
+                getattr(movers, slug)(*texts, **{option: str(folder)})
+        assert set(loaded._CACHE) == before, name
+    assert movers.moverscore(*texts, model=str(good)).scores == first
+
+
 def test_tokenizers_without_an_unknown_token_never_warn_and_a_wordpiece_one_does(models):
     """ByT5 reads bytes and byte-level BPE (GPT-2's, without an unknown token of its own; RoBERTa's, whose <unk> no
     byte reaches) has an id for every character: Japanese text is read, never [UNK], so no warning and zero counts,

@@ -270,11 +270,11 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
     fix = (f"pass a folder or hub id of a transformers text model with a tokenizer ({what_works()}), or leave "
            f"`model` unset for the bundled default")
 
-    def loading(what: Any, quiet: bool = False) -> Any:
+    def loading(what: Any, weights: bool = False) -> Any:
         bar = transformers.utils.logging.is_progress_bar_enabled()
         verbosity = transformers.utils.logging.get_verbosity()
         transformers.utils.logging.disable_progress_bar()  # no stderr noise inside compute()
-        if quiet:  # the weights' load report: what matters of it is said below, in movers' words
+        if weights:  # the weights' load report: what matters of it is said below, in movers' words
             transformers.utils.logging.set_verbosity_error()
         try:
             return what()
@@ -284,6 +284,14 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
                                  f"runs; {fix}.") from None
             raise OSError(f"movers: {named} could not be loaded as a Hugging Face text model "
                           f"({type(err).__name__}: {str(err)[:300]}); {fix}.") from err
+        except Exception as err:
+            if not weights:
+                raise
+            # a damaged or truncated weights file fails inside safetensors or torch's unpickler, with their own
+            # exception types (SafetensorError, UnpicklingError, KeyError, RuntimeError, EOFError)
+            raise OSError(f"movers: {named}: its weights file could not be read ({type(err).__name__}: "
+                          f"{str(err)[:300]}): it is damaged or incomplete; download the model again, or pass "
+                          f"another folder.") from err
         finally:
             transformers.utils.logging.set_verbosity(verbosity)
             if bar:
@@ -314,9 +322,11 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
         # mismatched tensors are loaded as the config shapes them and listed, so that the refusal can name them
         options["ignore_mismatched_sizes"] = True
         if family is ENCODER_DECODER and config.model_type in auto.MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES:
-            net, info = loading(lambda: transformers.AutoModelForTextEncoding.from_pretrained(path, **options), True)
+            net, info = loading(lambda: transformers.AutoModelForTextEncoding.from_pretrained(path, **options),
+                                weights=True)
         else:
-            net, info = loading(lambda: transformers.AutoModel.from_pretrained(path, **options), True)
+            net, info = loading(lambda: transformers.AutoModel.from_pretrained(path, **options),
+                                weights=True)
         _check_weights(named, info, net, len(tokenizer))
         _warn_missing(net, info, str(model or DEFAULT_MODEL))
         if family is ENCODER_DECODER and hasattr(net, "get_encoder"):
