@@ -165,6 +165,14 @@ def small(tmp_path):
     (["--ray", "h.txt", "--per-segment"], "--ray writes the per-row scores with --output DIR; --per-segment, "),
     (["--ray", "h.txt"], "--ray 'h.txt': expected Parquet, JSONL or CSV files (.parquet, .jsonl/.json, .csv)"),
     (["--shard", "-r", "r.txt", "-c", "h.txt", "r.txt"], "--shard keeps each rank's segment scores on that rank"),
+    (["-r", "r.txt", "-c", "h.txt", "--weights-column", "w"],
+     "--weights-column acts on a data set scored on Ray only: pass --ray DATA, or leave it out"),
+    (["-r", "r.txt", "-c", "h.txt", "--address", "auto", "--actors", "2"],
+     "--address, --actors act on a data set scored on Ray only"),
+    (["-r", "r.txt", "-c", "h.txt", "--output", "out", "--ray-logs"], "--output, --ray-logs act on a data set"),
+    (["--ray", "h.txt", "-r", "r.txt"], "--ray DATA scores a data set's columns; -r FILE is for line files"),
+    (["--ray", "h.txt", "-c", "h.txt"], "--ray DATA scores a data set's columns; -c FILE is for line files"),
+    (["--ray", "h.txt", "--shard"], "--ray DATA scores a data set's columns; --shard is for line files"),
 ])
 def test_bad_paths_options_and_files_give_one_line_errors(small, args, message, monkeypatch, capsys):
     """In process (the same main() as the console script; a subprocess per case would mostly time imports)."""

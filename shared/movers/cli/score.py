@@ -198,12 +198,28 @@ def _checked(args: argparse.Namespace) -> int | None:
         raise UsageError(f"--seed: expected an integer or 'none', got {args.seed!r}.") from None
 
 
+def _ray_only(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The options of the "Ray Data" group given with a value other than their default (they act on --ray only)."""
+    group = next(g for g in parser._action_groups if g.title == "Ray Data")
+    return [a.option_strings[0] for a in group._group_actions
+            if a.dest != "ray" and getattr(args, a.dest) != a.default]
+
+
 def run(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(list(argv))
+    parser = _parser()
+    args = parser.parse_args(list(argv))
     slugs = list(dict.fromkeys(args.metric))
     options = parse_options([*lang_options(args.lang), *args.opt], slugs)
     if args.actors is not None and args.actors < 1:
         raise UsageError(f"--actors must be >= 1, got {args.actors}.")
+    if args.ray is None and (unused := _ray_only(parser, args)):
+        raise UsageError(f"{', '.join(unused)} {'acts' if len(unused) == 1 else 'act'} on a data set scored on Ray "
+                         f"only: pass --ray DATA, or leave {'it' if len(unused) == 1 else 'them'} out when scoring "
+                         f"line files (-r/-c).")
+    if args.ray is not None and (args.refs or args.shard or args.cands != parser.get_default("cands")):
+        line_files = "-r FILE" if args.refs else "--shard" if args.shard else "-c FILE"
+        raise UsageError(f"--ray DATA scores a data set's columns; {line_files} is for line files: pass one or the "
+                         f"other.")
     if args.ray is not None:
         from .ray import run_ray
 
