@@ -560,8 +560,8 @@ def _check_points(layout: Layout, human: np.ndarray, where: Any, group_fields: l
                 if len(members) < MIN_POINTS:
                     at = where(int(np.flatnonzero((groups == g) & (inputs == j))[0]))
                     raise ValueError(f"{at}: input {j!r} (field `{','.join(input_fields)}`) has {len(members)} "
-                                     f"output{'' if len(members) == 1 else 's'} with a human score; the summary level correlates an input's outputs "
-                                     f"and needs at least {MIN_POINTS}.")
+                                     f"output{'' if len(members) == 1 else 's'} with a human score; the summary level "
+                                     f"correlates an input's outputs and needs at least {MIN_POINTS}.")
                 varied = varied or np.ptp(human[members]) > 0
             if not varied:
                 raise ValueError(f"{first}: the human scores (field `{human_field}`) are equal within every input "
