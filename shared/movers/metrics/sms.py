@@ -53,6 +53,7 @@ from ..pipeline.embedding import UNKNOWN_OUTPUT, Context, EmbeddingMetric, Embed
 from ..text.centering import CenteringSpec
 from ..text.embedding import Encoder, model_label
 from ..text.filters import resolve_stopwords
+from ..text.guards import UnknownTokens, text_labels, unknown_words
 from ..text.languages import DEFAULT_LANG
 from ..text.models import resolve_device
 from ..text.sentences import (
@@ -174,10 +175,16 @@ def _key(doc: Document) -> tuple[str, Any]:
     return ("text", doc) if isinstance(doc, str) else ("given", tuple(doc))
 
 
+def _static_words(sentences: list[list[str]], stops: frozenset[str]) -> list[list[str]]:
+    """The words static vectors read (English): each sentence's kept words, lower-cased; sentences without one
+    left out."""
+    words = [[s[p].lower() for p in kept_words(s, stops)] for s in sentences]
+    return [w for w in words if w]
+
+
 def _static_document(sentences: list[list[str]], vectors: StaticVectors, stops: frozenset[str]) -> _Document:
     """Static vectors (English): identical lower-cased words are one point (mass = count); OOV -> zero vector."""
-    words = [[s[p].lower() for p in kept_words(s, stops)] for s in sentences]
-    words = [w for w in words if w]
+    words = _static_words(sentences, stops)
     if not any(w in vectors for s in words for w in s):
         words = []  # only out-of-vocabulary words: all at the origin, no content (CJK vs Arabic would match)
     distinct = list(dict.fromkeys(w for s in words for w in s))
@@ -438,6 +445,21 @@ class Sms(EmbeddingMetric[SmsOptions, SmsContext]):
             docs = {key: _contextual_document(self._tokens(ctx, key), vectors, ctx.stops, dim, ctx.lang)
                     for key in unique}
         return [docs[key] for key in keys]
+
+    def unknown(self, ctx: SmsContext, inputs: Inputs) -> UnknownTokens | None:
+        """With a contextual encoder, its unknown tokens (:meth:`EmbeddingMetric.unknown`); with static vectors,
+        the words they have no vector for, read as the zero vector as in the original: counted per segment, and
+        a warning when a prediction and its reference differ only in such words (:func:`unknown_words`)."""
+        if ctx.vectors is None:
+            return super().unknown(ctx, inputs)
+        vectors = ctx.vectors
+        keys = [_key(d) for d in inputs.predictions] + [_key(d) for group in inputs.references for d in group]
+        owner = [i for i, group in enumerate(inputs.references) for _ in group]
+        counted = unknown_words(vectors.name, [_static_words(self._tokens(ctx, key), ctx.stops) for key in keys],
+                                keys, len(inputs.predictions), owner, vectors.__contains__)
+        counted.warn(ctx.name, text_labels(len(inputs), inputs.references), ctx.options.lang, model_given=False,
+                     stacklevel=7)
+        return counted
 
     def centring_vectors(self, ctx: SmsContext, item: _Document) -> torch.Tensor:
         return torch.from_numpy(item.words.points)

@@ -99,8 +99,9 @@ def encoder_option() -> Any:
 
 
 UNKNOWN_OUTPUT = Output("unknown_tokens", "list of int", """per segment, the tokens of its prediction and references
-    that the contextual encoder reads as its unknown token ([UNK]); None for an empty prediction, which is not
-    read; a call with any warns (see Encoders and languages).""", table=False)
+    that the contextual encoder reads as its unknown token ([UNK]), or with static vectors (SMS's GloVe) the words
+    they have no vector for; None for an empty prediction, which is not read; a call with any warns, with static
+    vectors where a pair differs only in them (see Encoders and languages).""", table=False)
 """The output every metric with a contextual encoder declares (:meth:`EmbeddingMetric.unknown`)."""
 
 
@@ -277,7 +278,7 @@ class EmbeddingMetric(MetricSpec[OptionsT], Generic[OptionsT, C]):
     def unknown(self, ctx: C, inputs: Inputs) -> UnknownTokens | None:
         """The texts' tokens the encoder reads as its unknown token, counted from the tokenizer; warns once when
         a text has more than :data:`movers.text.guards.UNKNOWN_SHARE` of them or a pair reads alike because of
-        them. None without a contextual encoder (static vectors, a hand-made encoder)."""
+        them. None without a contextual encoder (a hand-made one; SMS counts static vectors' own)."""
         if ctx.encoder is None:
             return None
         text = self.encoder_text
