@@ -478,7 +478,7 @@ def test_an_empty_or_repeated_field_name_is_refused_before_the_file_is_read(spec
 
 
 @pytest.mark.parametrize("value, shown", [
-    (None, "missing"), ("", r"not a label \(a text or a number\): ''"), (" ", r"not a label .*: ' '"),
+    (None, "missing"), ("", r"not a label \(a text, a number or true/false\): ''"), (" ", r"not a label .*: ' '"),
     ([1], r"not a label .*: \[1\]"), ({"a": 1}, r"not a label .*: \{'a': 1\}"), (float("nan"), r"not a label .*nan"),
 ])
 def test_a_label_that_is_no_text_or_number_is_refused(tmp_path, value, shown):
@@ -526,6 +526,19 @@ def test_a_label_is_the_text_the_file_writes_so_csv_and_json_lines_agree(tmp_pat
     records = _records(24, year=lambda i: [2019, "2019", 2020][i % 3])  # 2019 and "2019": one group, as in a CSV
     result = movers.correlate(records, "column:comet", group_by="year", resamples=10).to_dict()
     assert result["groups"] == {"2019": {"units": 16, "resampled": 16}, "2020": {"units": 8, "resampled": 8}}
+
+
+def test_a_true_false_label_reads_as_json_writes_it_in_json_lines_and_parquet(tmp_path):
+    """A boolean field (JSON true/false, a Parquet bool column, read as numpy's bool) labels groups "true" and
+    "false", the text JSON writes (Python's "True" is no file's text); Parquet's was refused as no label."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    records = _records(24, ok=lambda i: i % 3 == 0)
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "j.parquet")
+    for source in (records, _jsonl(tmp_path / "j.jsonl", [json.dumps(r) for r in records]), tmp_path / "j.parquet"):
+        result = movers.correlate(source, "column:comet", group_by="ok", resamples=10).to_dict()
+        assert result["groups"] == {"false": {"units": 16, "resampled": 16}, "true": {"units": 8, "resampled": 8}}
 
 
 def test_inputs_of_several_fields_are_tuples_at_the_summary_level():

@@ -412,7 +412,9 @@ def _label(value: Any) -> str | None:
     file writes it; None for anything else."""
     if isinstance(value, str):
         return value if value.strip() else None
-    if isinstance(value, (bool, int, np.integer)):
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
         return str(value)
     if isinstance(value, (float, np.floating)) and math.isfinite(value):
         return str(value)
@@ -432,7 +434,7 @@ def read_labels(records: Sequence[Any], fields: Sequence[str], where: Any, what:
             text = _label(value)
             if text is None:
                 shown = "missing" if value is _MISSING or value is None else \
-                    f"not a label (a text or a number): {short_repr(value)}"
+                    f"not a label (a text, a number or true/false): {short_repr(value)}"
                 raise ValueError(f"{where(i)}: field `{name}` ({what}) is {shown}.")
             parts.append(text)
         out.append(parts[0] if len(parts) == 1 else tuple(parts))
