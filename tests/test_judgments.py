@@ -541,6 +541,29 @@ def test_a_true_false_label_reads_as_json_writes_it_in_json_lines_and_parquet(tm
         assert result["groups"] == {"false": {"units": 16, "resampled": 16}, "true": {"units": 8, "resampled": 8}}
 
 
+def test_a_parquet_decimal_column_is_read_as_its_numbers_and_a_non_finite_one_is_refused(tmp_path):
+    """A decimal column (an SQL export's NUMERIC) holds numbers: they are read as the floats nearest to them, so the
+    correlation is scipy's on those floats. Arrow's decimals are finite and below 1e76; a Decimal NaN or one beyond
+    the float range, as records may hold, is refused naming the record."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    records = _records(12)
+    exact = [decimal.Decimal(f"{r['human']:.4f}") for r in records]
+    table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "human"} for r in records])
+    pq.write_table(table.append_column("human", pa.array(exact, pa.decimal128(12, 4))), tmp_path / "j.parquet")
+    result = movers.correlate(tmp_path / "j.parquet", "column:comet", resamples=10)
+    want = stats.pearsonr([r["comet"] for r in records], [float(d) for d in exact])[0]
+    assert abs(result.metrics["column:comet"].result.point["pearson"] - want) <= EXACT
+    for bad, said in ((decimal.Decimal("NaN"), r"must be a finite number, got Decimal\('NaN'\)"),
+                      (decimal.Decimal("1e400"), r"is beyond the range of a float \(±1.798e\+308\), got 1.0000e\+400")):
+        given = [dict(r, human=bad) if k == 4 else r for k, r in enumerate(records)]  # records hold any Decimal
+        with pytest.raises(ValueError, match=r"record 5: field `human` \(the human score\) " + said):
+            movers.correlate(given, "column:comet", resamples=10)
+
+
 def test_inputs_of_several_fields_are_tuples_at_the_summary_level():
     rng = np.random.default_rng(5)
     parts = [("x.y", "z"), ("x", "y.z")]  # two inputs that a joined text would make one

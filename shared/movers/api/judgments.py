@@ -13,6 +13,7 @@ CSV or TSV cell) is read only in the form :data:`DECIMAL` describes.
 from __future__ import annotations
 
 import csv
+import decimal
 import io
 import json
 import math
@@ -131,9 +132,9 @@ def field(record: Mapping[str, Any], name: str) -> Any:
 
 def number(value: Any, what: str, *, missing: str | None, text: bool = False) -> float:
     """`value` as a finite float; with `text` (a CSV or TSV cell) its text is read as :data:`DECIMAL` says, else
-    (JSON, Parquet, records) it must be a number: an integer is read as the float it is (a 400-digit one is beyond
-    the float range and refused). An absent or null value (an empty cell) gives NaN when `missing` is None, else an
-    error ending with `missing` (a hint)."""
+    (JSON, Parquet, records) it must be a number: an integer or a decimal (a Parquet decimal column) is read as the
+    float nearest to it (a 400-digit one is beyond the float range and refused). An absent or null value (an empty
+    cell) gives NaN when `missing` is None, else an error ending with `missing` (a hint)."""
     if value is _MISSING or value is None or (text and isinstance(value, str) and not value.strip()):
         if missing is None:
             return float("nan")
@@ -148,8 +149,13 @@ def number(value: Any, what: str, *, missing: str | None, text: bool = False) ->
         return parsed
     if isinstance(value, _Beyond):
         raise ValueError(f"{beyond}, got {value!r}.")
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating, decimal.Decimal)):
         raise ValueError(f"{what} must be a finite number, got {short_repr(value)}.")
+    if isinstance(value, decimal.Decimal):  # a Parquet decimal column (an SQL export's NUMERIC)
+        if not value.is_finite():
+            raise ValueError(f"{what} must be a finite number, got {short_repr(value)}.")
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{beyond}, got {value:.4e}.")
     try:
         parsed = float(value)
     except OverflowError:  # a Python int of more than 308 digits (str() refuses those of more than 4,300)
