@@ -278,20 +278,23 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
             transformers.utils.logging.set_verbosity_error()
         try:
             return what()
-        except (OSError, ValueError) as err:  # transformers' message names neither the argument nor a fix
+        except Exception as err:
+            damaged = _foreign_cause(err) if weights else None
+            if damaged is None and not isinstance(err, (OSError, ValueError)):
+                raise
+            if damaged is not None:
+                # a damaged or truncated weights file fails inside safetensors or torch's unpickler, with their own
+                # exception types (SafetensorError, UnpicklingError, KeyError, RuntimeError, EOFError), which
+                # transformers 4 wraps in an OSError and 5 lets through
+                raise OSError(f"movers: {named}: its weights file could not be read ({type(damaged).__name__}: "
+                              f"{str(damaged)[:300]}): it is damaged or incomplete; download the model again, or "
+                              f"pass another folder.") from err
+            # transformers' message names neither the argument nor a fix
             if "trust_remote_code" in str(err):
                 raise ValueError(f"movers: {named} needs code of its own (trust_remote_code), which movers never "
                                  f"runs; {fix}.") from None
             raise OSError(f"movers: {named} could not be loaded as a Hugging Face text model "
                           f"({type(err).__name__}: {str(err)[:300]}); {fix}.") from err
-        except Exception as err:
-            if not weights:
-                raise
-            # a damaged or truncated weights file fails inside safetensors or torch's unpickler, with their own
-            # exception types (SafetensorError, UnpicklingError, KeyError, RuntimeError, EOFError)
-            raise OSError(f"movers: {named}: its weights file could not be read ({type(err).__name__}: "
-                          f"{str(err)[:300]}): it is damaged or incomplete; download the model again, or pass "
-                          f"another folder.") from err
         finally:
             transformers.utils.logging.set_verbosity(verbosity)
             if bar:
@@ -356,6 +359,24 @@ def _load_backbone(model: str | None, device: torch.device, dtype: torch.dtype) 
 
     return Backbone(config, tokenizer, name, folder, device, dtype, positions, num_layers, prefix, suffix, family,
                     load_weights_or_forget)
+
+
+def _foreign_cause(err: BaseException) -> BaseException | None:
+    """The first exception in `err`'s chain (itself, then what it was raised from or while handling) that a reader
+    of a weights file raises on bytes it cannot read: safetensors' SafetensorError, torch's unpickler (an
+    UnpicklingError, or a KeyError or EOFError on junk) and its zip reader (a RuntimeError); None when there is
+    none (a missing file, a mistake of the call: transformers' own OSError or ValueError)."""
+    import pickle
+
+    seen: set[int] = set()
+    link: BaseException | None = err
+    while link is not None and id(link) not in seen:
+        if isinstance(link, (pickle.UnpicklingError, KeyError, EOFError, RuntimeError)) \
+                or type(link).__name__ == "SafetensorError":
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return None
 
 
 def _check_table(named: str, ids: int, rows: int, source: str) -> None:
