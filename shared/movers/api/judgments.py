@@ -550,12 +550,12 @@ def _check_points(layout: Layout, human: np.ndarray, where: Any, group_fields: l
         if layout.level == "system":
             systems = np.asarray(layout.systems)[idx]
             means = {s: human[idx][systems == s].mean() for s in set(systems)}
-            units, values, noun = len(means), np.array(list(means.values())), "system"
+            units, values, noun, rated_only = len(means), np.array(list(means.values())), "system", ""
         else:
-            units, values, noun = len(idx), human[idx], "record"
-        noun = f"{noun}{'' if units == 1 else 's'}{' with a human score' if noun == 'record' else ''}"
+            units, values, noun, rated_only = len(idx), human[idx], "record", " with a human score"
         if units < MIN_POINTS:
-            raise ValueError(f"{first}: {named} has {units} {noun}; a correlation needs at least {MIN_POINTS}.")
+            raise ValueError(f"{first}: {named} has {units} {noun}{'' if units == 1 else 's'}{rated_only}; a "
+                             f"correlation needs at least {MIN_POINTS}.")
         if np.ptp(values) == 0 and layout.level != "summary":
             raise ValueError(f"{first}: the human scores (field `{human_field}`) of {named} are all equal "
                              f"({values[0]:g}{' per system' if layout.level == 'system' else ''}): no correlation "
