@@ -217,8 +217,8 @@ def unknown_words(vectors: str, readings: Sequence[Sequence[Sequence[str]]], key
     whose texts differ (`keys`) in such words, their readings being the same once every such word is one and the
     same zero vector (texts that differ only in what the metric does not read, punctuation say, are not named). A
     text with no known word is left out of the pairs (the metric scores it as empty, with its own warning). No
-    share warns on its own: 8.4% of the development sets' English texts hold such a word (a name, mostly: 3,422 of
-    293,810 words; docs/encoders-and-languages.md), so only pairs that read alike do."""
+    share warns on its own: many English texts hold such a word, a name mostly (the development sets' count is in
+    docs/encoders-and-languages.md, tested), so only pairs that read alike do."""
     unknown = np.array([sum(not known(w) for s in r for w in s) for r in readings], dtype=np.int64)
     content = np.array([sum(len(s) for s in r) for r in readings], dtype=np.int64)
 
